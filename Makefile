@@ -1,0 +1,31 @@
+# ring3: top-level build. `make run` boots the default guest, `make test` runs every test.
+# Each part of the tree keeps its own rules in mk/<part>.mk; this file holds what they share.
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+B        := build
+BIN      := $(B)/bin
+PYTHON   := /usr/bin/python3
+CC       := gcc
+CFLAGS   := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -Iinclude -Imonitor -Ihw
+JOBS     ?= $(shell nproc)
+
+# Debian packages, installed when missing (tools/install-deps.sh is idempotent and quick when done).
+DEPS := gcc gcc-multilib binutils make python3 python3-pytest python3-capstone libcapstone-dev \
+        qemu-system-x86 linux-source-6.12 busybox-static:i386 \
+        bison flex bc libelf-dev libssl-dev cpio xz-utils
+
+.PHONY: all deps test run bench clean
+all: deps $(BIN)/ring3 $(BIN)/ring3-as
+
+deps:
+	@tools/install-deps.sh $(DEPS)
+
+include $(sort $(wildcard mk/*.mk))
+
+test: all
+	$(PYTHON) -m pytest -q tests
+
+clean:
+	rm -rf $(B)/bin $(B)/obj $(B)/tests $(B)/testguests

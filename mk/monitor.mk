@@ -1,0 +1,19 @@
+# The monitor: build/bin/ring3 (64-bit C; subcommands `run` and `audit`).
+
+MONITOR_SRCS := $(sort $(wildcard monitor/*.c monitor/*.S hw/*.c))
+MONITOR_OBJS := $(patsubst %,$(B)/obj/%.o,$(MONITOR_SRCS))
+MONITOR_LIBS := -lcapstone
+
+$(B)/obj/%.c.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/obj/%.S.o: %.S
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BIN)/ring3: $(MONITOR_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(MONITOR_LIBS)
+
+-include $(MONITOR_OBJS:.o=.d)
