@@ -22,9 +22,11 @@ all: deps $(BIN)/ring3 $(BIN)/ring3-as
 deps:
 	@tools/install-deps.sh $(DEPS)
 
+# Each mk/<part>.mk adds the targets its tests need to TEST_DEPS.
+TEST_DEPS :=
 include $(sort $(wildcard mk/*.mk))
 
-test: all
+test: all $(TEST_DEPS)
 	$(PYTHON) -m pytest -q tests
 
 clean:
