@@ -1,0 +1,1 @@
+"""The ring3 rewriting assembler: AT&T parsing, rewrite rules, and the driver."""
