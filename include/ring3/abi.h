@@ -35,7 +35,7 @@
  * Contract for every entry: all general registers, all arithmetic flags and
  * DF/TF/AC are preserved, except the registers and flags that the original
  * instruction defines (listed per entry below). Memory below %esp at the site
- * may be clobbered down to %esp - R3_FRAME_LEN(words), as an interrupt could.
+ * may be clobbered down to %esp - R3_STACK_SCRATCH, as an interrupt could.
  */
 #ifndef RING3_ABI_H
 #define RING3_ABI_H
@@ -56,6 +56,7 @@
 #define R3_CALL_LEN     6
 #define R3_SITE_LEN(words)  (R3_CALL_LEN + R3_PUSH_LEN * (words))
 #define R3_FRAME_LEN(words) (4 + 4 * (words))
+#define R3_STACK_SCRATCH    32
 
 /* insert mode: this illegal instruction (ud1 %edi,%edi) is placed before each
  * sensitive unprivileged instruction; SIGILL on it means "emulate the

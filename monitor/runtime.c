@@ -1,0 +1,91 @@
+/* Installs the runtime page (monitor/runtime.S) at the top of the guest's 4 GiB. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "runtime.h"
+
+#define HOST_CS32 0x23          /* host compatibility-mode user code segment */
+#define HOST_DS   0x2b          /* host flat user data segment */
+#define GATE_STACK_SIZE (1u << 20)
+
+struct r3_blob_header {
+    uint32_t sti_off, pushf_off, popf_off, gate_off, gate_size, exit_off;
+    uint64_t mon_rsp, mon_fsbase, mon_handler;
+};
+
+extern const char r3_blob[], r3_blob_end[];
+uint64_t r3_monitor_fsbase;
+
+static uint32_t blob_gate_off, blob_gate_end, blob_exit_off;
+
+static uint64_t read_fsbase(void)
+{
+    uint64_t v;
+    __asm__ volatile("rdfsbase %0" : "=r"(v));
+    return v;
+}
+
+int runtime_install(runtime_gate_fn gate)
+{
+    size_t blob_len = (size_t)(r3_blob_end - r3_blob);
+    size_t code_room = R3_RUNTIME_BASE + R3_RUNTIME_SIZE - R3_CODE;
+    if (blob_len > code_room) {
+        errno = E2BIG;
+        return -1;
+    }
+    void *base = mmap((void *)(uintptr_t)R3_RUNTIME_BASE, R3_RUNTIME_SIZE, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (base == MAP_FAILED)
+        return -1;
+    void *stack = mmap(NULL, GATE_STACK_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (stack == MAP_FAILED)
+        return -1;
+
+    r3_monitor_fsbase = read_fsbase();
+    char *code = (char *)(uintptr_t)R3_CODE;
+    memcpy(code, r3_blob, blob_len);
+    struct r3_blob_header *h = (struct r3_blob_header *)code;
+    h->mon_rsp = (uint64_t)(uintptr_t)stack + GATE_STACK_SIZE;
+    h->mon_fsbase = r3_monitor_fsbase;
+    h->mon_handler = (uint64_t)(uintptr_t)gate;
+
+    uint32_t *table = (uint32_t *)(uintptr_t)R3_TABLE;
+    for (uint32_t n = 0; n < R3_ENTRY_COUNT; n++)
+        table[n] = R3_CODE + h->gate_off + n * h->gate_size;
+    table[R3_E_STI] = R3_CODE + h->sti_off;
+    table[R3_E_PUSHF] = R3_CODE + h->pushf_off;
+    table[R3_E_POPF] = R3_CODE + h->popf_off;
+    blob_gate_off = h->gate_off;
+    blob_gate_end = h->gate_off + R3_ENTRY_COUNT * h->gate_size;
+    blob_exit_off = h->exit_off;
+
+    struct r3_shared *sh = r3_shared_page;
+    memset(sh, 0, sizeof *sh);
+    sh->sel[1] = HOST_CS32;
+    sh->sel[0] = sh->sel[2] = sh->sel[3] = HOST_DS;
+    sh->eflags = 0x202;
+
+    if (mprotect((void *)(uintptr_t)R3_TABLE, R3_SHARED - R3_TABLE, PROT_READ) ||
+        mprotect(code, R3_RUNTIME_BASE + R3_RUNTIME_SIZE - R3_CODE, PROT_READ | PROT_EXEC))
+        return -1;
+    return 0;
+}
+
+_Noreturn void runtime_enter_guest(void)
+{
+    void (*exit64)(void) = (void (*)(void))(uintptr_t)(R3_CODE + blob_exit_off);
+    exit64();
+    __builtin_unreachable();
+}
+
+int runtime_in_stubs(uint64_t rip)
+{
+    return rip >= R3_CODE && rip < R3_CODE + blob_gate_end;
+}
+
+int runtime_in_gate(uint64_t rip)
+{
+    return rip >= R3_CODE + blob_gate_end && rip < (uint64_t)R3_RUNTIME_BASE + R3_RUNTIME_SIZE;
+}

@@ -1,0 +1,29 @@
+/* The runtime page: entry table, shared page and gate code at the top of the guest's 4 GiB. */
+#ifndef RING3_RUNTIME_H
+#define RING3_RUNTIME_H
+
+#include <stdint.h>
+
+#include "shared.h"
+
+/* Called on the monitor's gate stack, with the guest registers in the shared
+ * page and sh->entry naming the entry taken. When it returns, the guest
+ * resumes with the shared page's registers, EIP, EFLAGS and selectors. */
+typedef void (*runtime_gate_fn)(void);
+
+/* Maps R3_RUNTIME_BASE..+R3_RUNTIME_SIZE (which must lie inside the caller's
+ * low-4-GiB reservation or be free), copies the blob, fills the entry table
+ * and makes table and code read-only. Returns 0, or -1 with errno set. */
+int runtime_install(runtime_gate_fn gate);
+
+/* Enters the guest with the state in the shared page; does not return. */
+_Noreturn void runtime_enter_guest(void);
+
+/* Whether a host RIP lies in the 32-bit stubs / the 64-bit gate of the blob. */
+int runtime_in_stubs(uint64_t rip);
+int runtime_in_gate(uint64_t rip);
+
+/* The monitor's own FS base (glibc TLS), reinstated on every entry. */
+extern uint64_t r3_monitor_fsbase;
+
+#endif
