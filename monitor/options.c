@@ -1,0 +1,202 @@
+/* The command line of `ring3 run`: qemu-like flags parsed with getopt_long_only. */
+#include "options.h"
+
+#include <ctype.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "guestmem.h"
+
+/* Values for options that have no one-letter form. */
+enum {
+    OPT_APPEND = 256,
+    OPT_INITRD,
+    OPT_SERIAL,
+    OPT_TRACE,
+    OPT_TRACE_FILE,
+    OPT_VERSION,
+};
+
+/* getopt_long_only also takes each of these with a single dash, as qemu
+ * spells them (-append, -initrd, -serial). */
+static const struct option long_options[] = {
+    { "append",     required_argument, NULL, OPT_APPEND },
+    { "initrd",     required_argument, NULL, OPT_INITRD },
+    { "serial",     required_argument, NULL, OPT_SERIAL },
+    { "trace",      no_argument,       NULL, OPT_TRACE },
+    { "trace-file", required_argument, NULL, OPT_TRACE_FILE },
+    { "help",       no_argument,       NULL, 'h' },
+    { "version",    no_argument,       NULL, OPT_VERSION },
+    { NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ring3 run [options] KERNEL\n"
+            "Runs the i386 kernel KERNEL (an ELF: vmlinux, or a Multiboot kernel) as this process.\n"
+            "\n"
+            "  -m SIZE              guest memory, 16M to 2G (default 256M; a plain number is MiB)\n"
+            "  --append CMDLINE     kernel command line\n"
+            "  --initrd FILE        initial ramdisk (a Multiboot module for Multiboot kernels)\n"
+            "  --serial stdio|file:PATH\n"
+            "                       where the serial console goes (default stdio)\n"
+            "  --trace              log every emulated event to stderr\n"
+            "  --trace-file PATH    log them to PATH instead (implies --trace)\n"
+            "  --help, --version\n"
+            "Options may also be written with one dash (-append, -initrd), as qemu does.\n");
+}
+
+/* Multiply a saturating 128-bit value, so that absurd sizes stay absurd. */
+static unsigned __int128 sat_mul(unsigned __int128 a, unsigned __int128 b)
+{
+    const unsigned __int128 cap = (unsigned __int128)1 << 100;
+
+    return (a > cap || b > cap) ? cap : (a * b > cap ? cap : a * b);
+}
+
+int options_parse_size(const char *s, uint64_t *bytes)
+{
+    unsigned __int128 whole = 0, frac = 0, frac_div = 1, unit = 1 << 20, total;
+    const char *p = s;
+
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    for (; isdigit((unsigned char)*p); p++)
+        whole = sat_mul(whole, 10) + (unsigned)(*p - '0');
+    if (*p == '.') {
+        if (!isdigit((unsigned char)*++p))
+            return -1;
+        for (; isdigit((unsigned char)*p); p++)
+            if (frac_div < 1000000000) {   /* nine digits are finer than a byte */
+                frac = frac * 10 + (unsigned)(*p - '0');
+                frac_div *= 10;
+            }
+    }
+    switch (toupper((unsigned char)*p)) {
+    case '\0': break;
+    case 'B': unit = 1; break;
+    case 'K': unit = 1ull << 10; break;
+    case 'M': unit = 1ull << 20; break;
+    case 'G': unit = 1ull << 30; break;
+    case 'T': unit = 1ull << 40; break;
+    default: return -1;
+    }
+    if (*p && p[1])
+        return -1;
+    total = sat_mul(whole, unit) + (frac * unit + frac_div - 1) / frac_div;
+    total = (total + GM_PAGE_SIZE - 1) & ~(unsigned __int128)(GM_PAGE_SIZE - 1);
+    *bytes = total > UINT64_MAX ? UINT64_MAX : (uint64_t)total;
+    return 0;
+}
+
+static int parse_mem(const char *arg, struct r3_options *o)
+{
+    if (options_parse_size(arg, &o->mem_size) < 0) {
+        fprintf(stderr, "ring3: invalid memory size '-m %s'; give a size such as 256M or 1G "
+                "(16M to 2G)\n", arg);
+        return 2;
+    }
+    if (o->mem_size < GM_MIN_SIZE || o->mem_size > GM_MAX_SIZE) {
+        fprintf(stderr, "ring3: -m %s is too %s; guest memory must be 16M to 2G\n",
+                arg, o->mem_size < GM_MIN_SIZE ? "small" : "large");
+        return 2;
+    }
+    return 0;
+}
+
+static int parse_serial(const char *arg, struct r3_options *o)
+{
+    if (!strcmp(arg, "stdio")) {
+        o->serial = R3_SERIAL_STDIO;
+        o->serial_path = NULL;
+        return 0;
+    }
+    if (!strncmp(arg, "file:", 5) && arg[5]) {
+        o->serial = R3_SERIAL_FILE;
+        o->serial_path = arg + 5;
+        return 0;
+    }
+    fprintf(stderr, "ring3: --serial takes 'stdio' or 'file:PATH', not '%s'\n", arg);
+    return 2;
+}
+
+/* getopt_long_only also rejects an abbreviation that fits several options. */
+static bool ambiguous(const char *name)
+{
+    int fits = 0;
+
+    name += strspn(name, "-");
+    for (const struct option *lo = long_options; lo->name; lo++)
+        fits += *name && !strncmp(lo->name, name, strlen(name));
+    return fits > 1;
+}
+
+/* One line for an option getopt rejected; (c) is '?' or ':'. */
+static int bad_option(int c, char **argv)
+{
+    char name[64];
+    const char *text = argv[optind - 1];
+
+    if (optopt > 0 && optopt < 256 && optopt != 'h' && optopt != 'm') {
+        snprintf(name, sizeof(name), "-%c", optopt);
+    } else {
+        /* A long option: its text without any "=value". */
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(text, "="), text);
+    }
+    if (c == '?' && optopt == 0 && ambiguous(name)) {
+        fprintf(stderr, "ring3: ambiguous option '%s'; try 'ring3 run --help'\n", name);
+        return 2;
+    }
+    if (c == ':')
+        fprintf(stderr, "ring3: option '%s' needs an argument; try 'ring3 run --help'\n", name);
+    else if (optopt == OPT_TRACE || optopt == OPT_VERSION || optopt == 'h')
+        fprintf(stderr, "ring3: option '%s' takes no argument; try 'ring3 run --help'\n", name);
+    else
+        fprintf(stderr, "ring3: unknown option '%s'; try 'ring3 run --help'\n", name);
+    return 2;
+}
+
+int options_parse(int argc, char **argv, struct r3_options *o)
+{
+    int c, err;
+
+    *o = (struct r3_options){
+        .mem_size = OPTIONS_DEFAULT_MEM,
+        .append = "",
+        .serial = R3_SERIAL_STDIO,
+    };
+    opterr = 0;     /* we print our own one-line messages */
+    optind = 0;     /* glibc: start afresh, even if getopt ran before */
+    /* The leading ':' makes a missing argument return ':' rather than '?'. */
+    while ((c = getopt_long_only(argc, argv, ":m:h", long_options, NULL)) != -1) {
+        err = 0;
+        switch (c) {
+        case 'm': err = parse_mem(optarg, o); break;
+        case OPT_APPEND: o->append = optarg; break;
+        case OPT_INITRD: o->initrd = optarg; break;
+        case OPT_SERIAL: err = parse_serial(optarg, o); break;
+        case OPT_TRACE: o->trace = true; break;
+        case OPT_TRACE_FILE: o->trace = true; o->trace_file = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
+        default: return bad_option(c, argv);
+        }
+        if (err)
+            return err;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "ring3: no kernel given; usage: ring3 run [options] KERNEL "
+                "(try 'ring3 run --help')\n");
+        return 2;
+    }
+    if (optind + 1 < argc) {
+        fprintf(stderr, "ring3: unexpected argument '%s' after the kernel '%s'; "
+                "pass the kernel's command line with --append\n", argv[optind + 1], argv[optind]);
+        return 2;
+    }
+    o->kernel = argv[optind];
+    return OPTIONS_RUN;
+}
