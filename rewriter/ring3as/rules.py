@@ -58,6 +58,11 @@ def _d(reg=0, kind="none", size=32, base=None, index=None, scale=0, seg=None, re
     return f"({value:#x} | ((({imm16}) & 0xffff) << {abi.CONST['R3_D_IMM16_SHIFT']}))"
 
 
+def default_segment(mem):
+    """SS for an %esp or %ebp base, else DS (SDM vol. 1, 3.7.4)."""
+    return 2 if mem.base in (4, 5) else 3
+
+
 def _rm(op, size, reg=0, seg_prefix=None):
     """DESC and AUX for an r/m operand (register or memory)."""
     v = op.value
@@ -67,6 +72,8 @@ def _rm(op, size, reg=0, seg_prefix=None):
         return _d(reg=reg, kind="reg", size=size, base=v.num), "0"
     if isinstance(v, Mem):
         seg = v.seg if v.seg is not None else seg_prefix
+        if seg == default_segment(v):
+            seg = None      # as gas does, an override naming the default segment is dropped
         aux = f"({v.disp})" if v.disp else "0"
         return _d(reg=reg, kind="mem", size=size, base=v.base, index=v.index, scale=v.scale,
                   seg=seg), aux
@@ -369,6 +376,8 @@ def r_int(s):
     s.nops(1)
     if not isinstance(s.ops[0].value, Imm):
         raise Unsupported("int takes $vector")
+    if s.ops[0].value.expr.strip() == "3":
+        return Site("INT3")     # gas encodes `int $3` as int3 (0xcc) too
     return Site("INT", _d(kind="imm"), f"({s.ops[0].value.expr})")
 
 
@@ -412,7 +421,7 @@ RULES = {
     "jmp": (r_far("LJMP", True), "wl"), "call": (r_far("LCALL", True), "wl"),
     "lret": (r_lret, "wl"),
     "int": (r_int, ""), "int3": (r_noop("INT3"), ""), "into": (r_noop("INTO"), ""),
-    "sysenter": (r_noop("SYSENTER"), ""), "sysexit": (r_noop("SYSEXIT"), "l"),
+    "sysenter": (r_noop("SYSENTER"), ""), "sysexit": (r_noop("SYSEXIT"), ""),
     "xsetbv": (r_noop("XSETBV"), ""), "stac": (r_noop("STAC"), ""), "clac": (r_noop("CLAC"), ""),
     "monitor": (r_fixed_regs("MONITOR"), ""), "mwait": (r_fixed_regs("MWAIT"), ""),
     "xsaves": (r_mem_only("XSAVES", (32,)), ""), "xrstors": (r_mem_only("XRSTORS", (32,)), ""),

@@ -1,0 +1,25 @@
+# Instructions that look like sensitive ones but are not: ring3-as leaves them alone.
+	movl %eax, %ebx
+	mov 4(%esp), %eax
+	mov %fs:4, %eax
+	movl $str, %eax
+	pushl %eax
+	push $0x2b
+	popl %ebx
+	jmp *%eax
+	jmp target
+	call target
+	call *0xffff0014
+	ret
+	ret $4
+	rep movsl
+	rep stosb
+	lock incl (%eax)
+	int1_label: nop
+	.byte 0xfa
+	.ascii "cli; sti"
+	movsbl %al, %eax
+	inc %eax
+	outside_code = 1
+	lretfoo = 2
+	strlen_ptr: .long 0
