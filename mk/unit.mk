@@ -1,0 +1,17 @@
+# Unit tests of the device models: build/tests/unit/test_<device>, each linked against hw/*.c only.
+# The hw objects come from the build/obj/%.c.o rule in mk/monitor.mk (same CFLAGS as build/bin/ring3).
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRCS))
+HW_OBJS   := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard hw/*.c)))
+
+$(B)/tests/unit/%: tests/unit/%.c $(HW_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(HW_OBJS)
+
+.PHONY: unit
+unit: $(UNIT_BINS)
+
+TEST_DEPS += $(UNIT_BINS)
+
+-include $(UNIT_BINS:=.d)
