@@ -18,6 +18,8 @@
 #define SH(off)     (R3_SHARED + (off))
 #define BLOB(label) (R3_CODE + ((label) - r3_blob))
 #define GATE_STUB_SIZE 32
+#define SUD_ALLOW   0           /* SYSCALL_DISPATCH_FILTER_ALLOW */
+#define SUD_BLOCK   1           /* SYSCALL_DISPATCH_FILTER_BLOCK */
 #define EFLAGS_IF   0x200
 #define EFLAGS_IOPL 0x3000
 
@@ -39,6 +41,7 @@ r3_blob:
 mon_rsp:     .quad 0            /* filled in before the page is made read-only */
 mon_fsbase:  .quad 0
 mon_handler: .quad 0
+mon_sud:     .quad 0            /* address of the Syscall User Dispatch selector byte */
 gate_farptr: .long BLOB(tramp64)
              .word HOST_CS64
     .balign 16
@@ -105,6 +108,8 @@ tramp64:
     movl %esi, SH_ESI(%rax)
     movl %edi, SH_EDI(%rax)
     movq mon_rsp(%rip), %rsp
+    movq mon_sud(%rip), %rcx    /* the monitor may make system calls again */
+    movb $SUD_ALLOW, (%rcx)
     pushfq
     popq %rcx
     movl %ecx, SH_EFLAGS(%rax)
@@ -130,6 +135,8 @@ tramp64:
 /* Load the guest state from the shared page and iretq into it. Also the
  * first entry into the guest (monitor/runtime.c calls it). */
 exit64:
+    movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */
+    movb $SUD_BLOCK, (%rcx)
     movl $R3_SHARED, %eax
     movw SH_ES(%rax), %es
     movw SH_DS(%rax), %ds
@@ -167,14 +174,37 @@ r3_blob_end:
     .type r3_signal_entry, @function
 r3_signal_entry:
     pushq %rbx
+    pushq %r12
+    subq $8, %rsp
     rdfsbase %rbx
     movq r3_monitor_fsbase(%rip), %rax
     wrfsbase %rax
+    movzbl r3_sud_selector(%rip), %r12d
+    movb $SUD_ALLOW, r3_sud_selector(%rip)
     movq %rbx, %rcx             /* 4th argument: the interrupted FS base */
     call r3_signal_c
     wrfsbase %rax
+    movb %r12b, r3_sud_selector(%rip)
+    addq $8, %rsp
+    popq %r12
     popq %rbx
     ret
     .size r3_signal_entry, . - r3_signal_entry
+
+/* The signal restorer, and the only code Syscall User Dispatch lets make a
+ * system call while the selector blocks: rt_sigreturn must reach the kernel. */
+    .globl r3_sigreturn, r3_sigreturn_end
+    .type r3_sigreturn, @function
+r3_sigreturn:
+    movl $15, %eax              /* __NR_rt_sigreturn */
+    syscall
+    ud2                         /* the kernel checks the address after syscall: keep it in range */
+r3_sigreturn_end:
+    .size r3_sigreturn, . - r3_sigreturn
+
+    .data
+    .globl r3_sud_selector
+r3_sud_selector:
+    .byte SUD_ALLOW
 
     .section .note.GNU-stack, "", @progbits

@@ -11,7 +11,7 @@
 
 struct r3_blob_header {
     uint32_t sti_off, pushf_off, popf_off, gate_off, gate_size, exit_off;
-    uint64_t mon_rsp, mon_fsbase, mon_handler;
+    uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud;
 };
 
 extern const char r3_blob[], r3_blob_end[];
@@ -50,6 +50,7 @@ int runtime_install(runtime_gate_fn gate)
     h->mon_rsp = (uint64_t)(uintptr_t)stack + GATE_STACK_SIZE;
     h->mon_fsbase = r3_monitor_fsbase;
     h->mon_handler = (uint64_t)(uintptr_t)gate;
+    h->mon_sud = (uint64_t)(uintptr_t)&r3_sud_selector;
 
     uint32_t *table = (uint32_t *)(uintptr_t)R3_TABLE;
     for (uint32_t n = 0; n < R3_ENTRY_COUNT; n++)

@@ -26,4 +26,10 @@ int runtime_in_gate(uint64_t rip);
 /* The monitor's own FS base (glibc TLS), reinstated on every entry. */
 extern uint64_t r3_monitor_fsbase;
 
+/* Syscall User Dispatch: the selector byte the gate and signal entries set
+ * to allow while monitor code runs and to block while guest code runs, and
+ * the restorer, the one place allowed to make a system call regardless. */
+extern volatile uint8_t r3_sud_selector;
+extern const char r3_sigreturn[], r3_sigreturn_end[];
+
 #endif

@@ -199,6 +199,7 @@ def decode_site(code):
             assert i.size == 5, "pushes of a site are always imm32"
             words.append(i.operands[0].imm & 0xFFFFFFFF)
         elif i.mnemonic == "call":
+            assert i.bytes[:3] == b"\x2e\xff\x15", "sites call through %cs"
             addr = i.operands[0].mem.disp & 0xFFFFFFFF
             n = (addr - abi.CONST["R3_TABLE"]) // 4
             entry = next(e.name for e in abi.ENTRIES.values() if e.number == n)
@@ -298,8 +299,8 @@ alt_end:
     r, obj = assemble(text, tmp_path)
     assert r.returncode == 0, r.stderr
     code, sym = text_bytes(obj), symbols(obj)
-    assert code[sym["site1"]:sym["site1"] + 2] == b"\xff\x15"
-    assert code[sym["site2"]] == 0x68 and sym["site2"] == sym["site1"] + 6 + 1
+    assert code[sym["site1"]:sym["site1"] + 3] == b"\x2e\xff\x15"
+    assert code[sym["site2"]] == 0x68 and sym["site2"] == sym["site1"] + 7 + 1
     rel = subprocess.run(["objdump", "-r", "-j", "__ex_table", str(obj)], capture_output=True,
                          text=True).stdout
     assert rel.count("R_386_32") == 3

@@ -15,7 +15,7 @@ from conftest import BUILD, ROOT, run
 
 DATA = 0x30000000
 STACK = 0x2000FF00
-END = "call *0xffff0014"     # R3_TABLE + 4 * R3_E_HLT: the harness's end marker, never rewritten
+END = "call *%cs:0xffff0014"     # R3_TABLE + 4 * R3_E_HLT: the harness's end marker, never rewritten
 
 # Unprivileged sensitive instructions: rewritten must equal native.
 NATIVE = {

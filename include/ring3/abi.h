@@ -16,10 +16,12 @@
  *
  *       [.byte 0x68; .long AUX ]      pushl $AUX    (entries with 2 words)
  *       [.byte 0x68; .long DESC]      pushl $DESC
- *       call *R3_TABLE + 4*N          ff 15 <abs32>
+ *       call *%cs:R3_TABLE + 4*N      2e ff 15 <abs32>
  *
- * The pushes are always the 5-byte imm32 form and the call always the 6-byte
- * absolute indirect form, so a site is exactly R3_SITE_LEN(words) bytes and
+ * The pushes are always the 5-byte imm32 form and the call always the 7-byte
+ * absolute indirect form through CS (the one segment register the guest
+ * cannot make null or non-flat: its data segments may be either, and the
+ * table must still be reachable), so a site is exactly R3_SITE_LEN(words) bytes and
  * the monitor finds its first byte as (return address - R3_SITE_LEN(words)).
  * Faults raised while emulating a site are reported at that first byte, which
  * the original instruction's label still names, so exception-table fixups
@@ -53,7 +55,7 @@
 
 /* Site geometry (see above). */
 #define R3_PUSH_LEN     5
-#define R3_CALL_LEN     6
+#define R3_CALL_LEN     7
 #define R3_SITE_LEN(words)  (R3_CALL_LEN + R3_PUSH_LEN * (words))
 #define R3_FRAME_LEN(words) (4 + 4 * (words))
 #define R3_STACK_SCRATCH    32

@@ -40,7 +40,7 @@ class Site:
 def emit_site(site):
     """The rewritten text of a site, as ';'-separated statements on one line."""
     e = abi.ENTRIES[site.entry]
-    call = f"call *{abi.slot_address(site.entry):#x}"
+    call = f"call *%cs:{abi.slot_address(site.entry):#x}"
     if e.words == 0:
         return call
     # pushl $imm32 spelled as bytes: gas would pick the 2-byte form for small

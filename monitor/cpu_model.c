@@ -1,0 +1,95 @@
+/* The CPU the guest sees: the host's CPUID with what ring3 does not emulate taken out, and the MSRs. */
+#include <cpuid.h>
+#include <x86intrin.h>
+
+#include "vcpu.h"
+
+#define MSR_TSC           0x10
+#define MSR_APIC_BASE     0x1B
+#define MSR_SYSENTER_CS   0x174
+#define MSR_SYSENTER_ESP  0x175
+#define MSR_SYSENTER_EIP  0x176
+#define MSR_MISC_ENABLE   0x1A0
+#define MSR_PAT           0x277
+#define MSR_TSC_AUX       0xC0000103
+
+/* Leaf 1 EDX (SDM vol. 2, CPUID, Table 3-11): keep FPU, PSE, TSC, MSR, CX8,
+ * SEP, PGE, CMOV, PAT, CLFSH, MMX, FXSR, SSE, SSE2. Hidden: VME, DE, PAE, MCE,
+ * APIC, MTRR, MCA, PSE-36, DS, ACPI, SS, HTT, TM, PBE (nothing emulates them). */
+#define B(n) (1u << (n))
+#define LEAF1_EDX_KEEP (B(0) | B(3) | B(4) | B(5) | B(8) | B(11) | B(13) | B(15) | B(16) | B(19) | \
+                        B(23) | B(24) | B(25) | B(26))
+/* Leaf 1 ECX: hidden are DTES64, MONITOR, DS-CPL, VMX, SMX, EST, TM2, CNXT-ID,
+ * SDBG, xTPR, PDCM, PCID, DCA, x2APIC and TSC-deadline. XSAVE, OSXSAVE and AVX
+ * stay as the host has them: guest processes run on the real CPU and see its
+ * vector state, so the guest kernel must save all of it (DESIGN.md). */
+#define LEAF1_ECX_HIDE (B(2) | B(3) | B(4) | B(5) | B(6) | B(7) | B(8) | B(10) | B(11) | B(14) | \
+                        B(15) | B(17) | B(18) | B(21) | B(24))
+/* Leaf 7 EBX: hidden are SMEP, INVPCID, SMAP and the Intel PT, RDT and SGX bits. */
+#define LEAF7_EBX_HIDE (B(2) | B(7) | B(10) | B(12) | B(15) | B(20) | B(25))
+/* Leaf 7 ECX: hidden are UMIP, PKU and OSPKE. */
+#define LEAF7_ECX_HIDE (B(2) | B(3) | B(4))
+
+void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+    (void)v;
+    __cpuid_count(leaf, sub, out[0], out[1], out[2], out[3]);
+    switch (leaf) {
+    case 1:
+        out[1] &= 0x0000FFFFu;     /* one logical CPU, APIC ID 0 */
+        out[2] &= ~LEAF1_ECX_HIDE;
+        out[3] &= LEAF1_EDX_KEEP;
+        break;
+    case 7:
+        if (sub == 0) {
+            out[1] &= ~LEAF7_EBX_HIDE;
+            out[2] &= ~LEAF7_ECX_HIDE;
+            out[3] = 0;             /* speculation-control MSRs are not emulated */
+        }
+        break;
+    case 0xD:
+        if (sub == 1)
+            out[0] &= ~(1u << 3);   /* XSAVES: a CPL-0 instruction, not emulated */
+        break;
+    case 0x80000001:
+        out[2] &= B(0) | B(5) | B(8);       /* LAHF, ABM, PREFETCHW */
+        out[3] &= ~(B(11) | B(20) | B(26) | B(27) | B(29));  /* SYSCALL, NX, 1G pages, RDTSCP, LM */
+        break;
+    default:
+        break;
+    }
+}
+
+bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
+{
+    switch (msr) {
+    case MSR_TSC: *value = __rdtsc(); return true;
+    case MSR_SYSENTER_CS: *value = v->sysenter_cs; return true;
+    case MSR_SYSENTER_ESP: *value = v->sysenter_esp; return true;
+    case MSR_SYSENTER_EIP: *value = v->sysenter_eip; return true;
+    case MSR_PAT: *value = v->msr_misc[0]; return true;
+    case MSR_MISC_ENABLE: *value = v->msr_misc[1]; return true;
+    default: return false;       /* #GP(0), as for an MSR the CPU does not have */
+    }
+}
+
+bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
+{
+    switch (msr) {
+    case MSR_TSC: return true;   /* the TSC is the host's; writes are dropped */
+    case MSR_SYSENTER_CS: v->sysenter_cs = (uint32_t)value; return true;
+    case MSR_SYSENTER_ESP: v->sysenter_esp = (uint32_t)value; return true;
+    case MSR_SYSENTER_EIP: v->sysenter_eip = (uint32_t)value; return true;
+    case MSR_PAT: v->msr_misc[0] = value; return true;
+    case MSR_MISC_ENABLE: v->msr_misc[1] = value; return true;
+    default: return false;
+    }
+}
+
+void cpu_reset_msrs(struct vcpu *v)
+{
+    v->msr_misc[0] = 0x0007040600070406ull;     /* the PAT's power-up value */
+    v->msr_misc[1] = 1;                         /* fast strings enabled */
+    (void)MSR_APIC_BASE;
+    (void)MSR_TSC_AUX;
+}

@@ -1,0 +1,312 @@
+/* The guest MMU: 2-level IA-32 paging with 4 MiB pages, host mappings as the TLB.
+ *
+ * A guest linear page is mapped into the host (at the same address, from the
+ * guest-memory memfd) only after a host fault on it, once the guest's page
+ * tables allow the access (SDM vol. 3, 4.3 and 4.6). Pages are mapped
+ * read-only until their first write, so the dirty bit can be set exactly
+ * when the CPU would set it (SDM vol. 3, 4.8). invlpg, CR3 writes and
+ * changes of privilege drop mappings; two bitmaps remember what is mapped
+ * and which mappings came from global pages.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "guestmem.h"
+#include "ring3/abi.h"
+#include "vcpu.h"
+
+#define PG_P   0x001u
+#define PG_RW  0x002u
+#define PG_US  0x004u
+#define PG_A   0x020u
+#define PG_D   0x040u
+#define PG_PS  0x080u
+#define PG_G   0x100u
+
+#define PF_P 0x1    /* #PF error code (SDM vol. 3, 4.7) */
+#define PF_W 0x2
+#define PF_U 0x4
+
+#define NPAGES (1u << 20)
+static uint64_t mapped[NPAGES / 64], global[NPAGES / 64], privileged[NPAGES / 64];
+
+static bool bit(const uint64_t *map, uint32_t page) { return map[page / 64] >> (page % 64) & 1; }
+static void set_bit(uint64_t *map, uint32_t page, bool on)
+{
+    if (on)
+        map[page / 64] |= 1ull << (page % 64);
+    else
+        map[page / 64] &= ~(1ull << (page % 64));
+}
+
+struct walk {
+    uint32_t phys;          /* physical address of the byte */
+    uint32_t pde_at, pte_at;
+    uint32_t pde, pte;      /* pte == pde for a 4 MiB page */
+    bool large;
+};
+
+static uint32_t phys_read32(struct vcpu *v, uint32_t pa, bool *ok)
+{
+    uint32_t *p = guestmem_ptr(v->gm, pa, 4);
+    *ok = p != NULL;
+    return p ? *p : 0;
+}
+
+static void phys_write32(struct vcpu *v, uint32_t pa, uint32_t value)
+{
+    uint32_t *p = guestmem_ptr(v->gm, pa, 4);
+    if (p)
+        *p = value;
+}
+
+/* Walks the page tables for (linear). Returns 0 and fills (w), or the #PF
+ * error code for a (write) access at user level (user). Sets A and D bits
+ * when (commit). */
+static int walk(struct vcpu *v, uint32_t linear, bool write, bool user, bool commit, struct walk *w)
+{
+    if (!(v->cr0 & CR0_PG)) {
+        w->phys = linear;
+        w->large = false;
+        w->pde = w->pte = PG_P | PG_RW | PG_US | PG_A | PG_D;
+        return 0;
+    }
+    int err = (write ? PF_W : 0) | (user ? PF_U : 0);
+    bool ok;
+    w->pde_at = (v->cr3 & ~0xFFFu) + (linear >> 22) * 4;
+    w->pde = phys_read32(v, w->pde_at, &ok);
+    if (!ok || !(w->pde & PG_P))
+        return err | 0x10000;   /* not present; the high bit only marks "fault" */
+    w->large = (w->pde & PG_PS) && (v->cr4 & CR4_PSE);
+    if (w->large) {
+        w->pte_at = w->pde_at;
+        w->pte = w->pde;
+        w->phys = (w->pde & 0xFFC00000u) | (linear & 0x3FFFFF);
+    } else {
+        w->pte_at = (w->pde & ~0xFFFu) + ((linear >> 12) & 0x3FF) * 4;
+        w->pte = phys_read32(v, w->pte_at, &ok);
+        if (!ok || !(w->pte & PG_P))
+            return err | 0x10000;
+        w->phys = (w->pte & ~0xFFFu) | (linear & 0xFFF);
+    }
+    /* Combined rights: both levels must allow (SDM vol. 3, 4.6.1). */
+    bool us = (w->pde & PG_US) && (w->pte & PG_US);
+    bool rw = (w->pde & PG_RW) && (w->pte & PG_RW);
+    if (user && !us)
+        return err | PF_P;
+    if (write && !rw && (user || (v->cr0 & CR0_WP)))
+        return err | PF_P;
+    if (commit) {
+        if (!(w->pde & PG_A))
+            phys_write32(v, w->pde_at, w->pde |= PG_A);
+        if (!w->large && !(w->pte & PG_A))
+            phys_write32(v, w->pte_at, w->pte |= PG_A);
+        if (write && !(w->pte & PG_D)) {
+            w->pte |= PG_D;
+            phys_write32(v, w->pte_at, w->pte);
+            if (w->large)
+                w->pde = w->pte;
+        }
+    }
+    return 0;
+}
+
+static _Noreturn void page_fault(struct vcpu *v, uint32_t linear, int err)
+{
+    v->cr2 = linear;
+    vcpu_raise(v, VEC_PF, err & 0xFFFF);
+}
+
+/* Copies (len) bytes within one page between (buf) and guest linear memory. */
+static void access_page(struct vcpu *v, uint32_t linear, void *buf, uint32_t len, bool write,
+                        bool supervisor)
+{
+    struct walk w;
+    bool user = v->cpl == 3 && !supervisor;
+    int err = walk(v, linear, write, user, true, &w);
+    if (err)
+        page_fault(v, linear, err);
+    uint8_t *p = guestmem_ptr(v->gm, w.phys, len);
+    if (!p) {
+        /* No memory there: reads float high, writes go nowhere, as on a PC bus. */
+        if (!write)
+            memset(buf, 0xFF, len);
+        return;
+    }
+    if (write)
+        memcpy(p, buf, len);
+    else
+        memcpy(buf, p, len);
+}
+
+static void copy_linear(struct vcpu *v, uint32_t linear, void *buf, uint32_t len, bool write, bool sup)
+{
+    uint8_t *b = buf;
+    while (len) {
+        uint32_t chunk = 0x1000 - (linear & 0xFFF);
+        if (chunk > len)
+            chunk = len;
+        access_page(v, linear, b, chunk, write, sup);
+        linear += chunk;
+        b += chunk;
+        len -= chunk;
+    }
+}
+
+void mmu_read(struct vcpu *v, uint32_t linear, void *buf, uint32_t len, bool supervisor)
+{
+    copy_linear(v, linear, buf, len, false, supervisor);
+}
+
+void mmu_write(struct vcpu *v, uint32_t linear, const void *buf, uint32_t len, bool supervisor)
+{
+    /* Check every page before writing any, so a fault leaves memory as it was. */
+    for (uint32_t off = 0; off < len;) {
+        struct walk w;
+        uint32_t a = linear + off;
+        int err = walk(v, a, true, v->cpl == 3 && !supervisor, false, &w);
+        if (err)
+            page_fault(v, a, err);
+        off += 0x1000 - (a & 0xFFF);
+    }
+    copy_linear(v, linear, (void *)buf, len, true, supervisor);
+}
+
+uint32_t mmu_read32(struct vcpu *v, uint32_t linear, bool supervisor)
+{
+    uint32_t x;
+    mmu_read(v, linear, &x, 4, supervisor);
+    return x;
+}
+
+uint16_t mmu_read16(struct vcpu *v, uint32_t linear)
+{
+    uint16_t x;
+    mmu_read(v, linear, &x, 2, false);
+    return x;
+}
+
+void mmu_write32(struct vcpu *v, uint32_t linear, uint32_t value, bool supervisor)
+{
+    mmu_write(v, linear, &value, 4, supervisor);
+}
+
+void mmu_write16(struct vcpu *v, uint32_t linear, uint16_t value)
+{
+    mmu_write(v, linear, &value, 2, false);
+}
+
+int mmu_fault_error(struct vcpu *v, uint32_t linear, enum mmu_access access, bool supervisor)
+{
+    struct walk w;
+    int err = walk(v, linear, access == MMU_WRITE, v->cpl == 3 && !supervisor, false, &w);
+    return err & 0xFFFF;
+}
+
+bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
+{
+    struct walk w;
+    uint32_t page = linear & ~0xFFFu;
+    bool write = access == MMU_WRITE;
+    if (walk(v, linear, write, v->cpl == 3, true, &w))
+        return false;
+    uint32_t phys = w.phys & ~0xFFFu;
+    if (page >= R3_RUNTIME_BASE || page < v->gm->low_base || !guestmem_ok(v->gm, phys, 0x1000)) {
+        fflush(stdout);
+        console_restore();
+        fprintf(stderr, "ring3: guest access to linear %08x (physical %08x) cannot be mapped: %s\n",
+                linear, w.phys,
+                page >= R3_RUNTIME_BASE ? "it is ring3's runtime area (reserve it with reservetop=)"
+                : page < v->gm->low_base ? "the host keeps the first 64 KiB unmapped"
+                : "no guest memory there (use a larger -m?)");
+        vcpu_dump(v, stderr);
+        monitor_exit(v, 4);
+    }
+    /* Writable only once dirty, so the first write comes back here to set D. */
+    bool rw = (w.pde & PG_RW) && (w.pte & PG_RW);
+    bool us = (w.pde & PG_US) && (w.pte & PG_US);
+    bool wp_override = v->cpl == 0 && !(v->cr0 & CR0_WP) && !rw;
+    if (wp_override)
+        rw = true;
+    int prot = PROT_READ | PROT_EXEC | ((rw && (w.pte & PG_D)) ? PROT_WRITE : 0);
+    int r = guestmem_map(v->gm, phys, page, 0x1000, prot);
+    if (r) {
+        fprintf(stderr, "ring3: cannot map guest page %08x: error %d\n", page, -r);
+        monitor_exit(v, 1);
+    }
+    set_bit(mapped, page >> 12, true);
+    set_bit(global, page >> 12, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
+    set_bit(privileged, page >> 12, v->cpl == 0 && (!us || wp_override));
+    TRACE(v, "map %08x -> %08x %s", page, phys, prot & PROT_WRITE ? "rw" : "ro");
+    return true;
+}
+
+void mmu_flush_page(struct vcpu *v, uint32_t linear)
+{
+    uint32_t page = linear >> 12;
+    if (bit(mapped, page)) {
+        guestmem_unmap(v->gm, (uint64_t)page << 12, 0x1000);
+        set_bit(mapped, page, false);
+        set_bit(global, page, false);
+        set_bit(privileged, page, false);
+    }
+}
+
+/* Unmaps every mapped page for which (drop) says so, one system call per run. */
+static void unmap_where(struct vcpu *v, bool (*drop)(uint32_t page, bool arg), bool arg)
+{
+    uint32_t start = 0;
+    bool in_run = false;
+    for (uint32_t page = 0; page <= NPAGES; page++) {
+        if (page < NPAGES && page % 64 == 0 && !mapped[page / 64] && !in_run) {
+            page += 63;
+            continue;
+        }
+        bool d = page < NPAGES && bit(mapped, page) && drop(page, arg);
+        if (d && !in_run) {
+            start = page;
+            in_run = true;
+        } else if (!d && in_run) {
+            guestmem_unmap(v->gm, (uint64_t)start << 12, (uint64_t)(page - start) << 12);
+            for (uint32_t p = start; p < page; p++) {
+                set_bit(mapped, p, false);
+                set_bit(global, p, false);
+                set_bit(privileged, p, false);
+            }
+            in_run = false;
+        }
+    }
+}
+
+static bool not_kept_global(uint32_t page, bool keep_global)
+{
+    return !(keep_global && bit(global, page));
+}
+
+static bool is_privileged(uint32_t page, bool unused)
+{
+    (void)unused;
+    return bit(privileged, page);
+}
+
+void mmu_flush(struct vcpu *v, bool keep_global)
+{
+    unmap_where(v, not_kept_global, keep_global);
+    TRACE(v, "flush%s", keep_global ? " (global pages kept)" : "");
+}
+
+void mmu_set_cpl(struct vcpu *v, unsigned cpl)
+{
+    if (cpl > v->cpl)
+        unmap_where(v, is_privileged, false);
+    v->cpl = cpl;
+}
+
+void mmu_init(struct vcpu *v)
+{
+    (void)v;
+    memset(mapped, 0, sizeof mapped);
+    memset(global, 0, sizeof global);
+    memset(privileged, 0, sizeof privileged);
+}

@@ -1,0 +1,108 @@
+/* `ring3 run`: set up guest memory, devices and the vcpu, then enter the guest. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "guestmem.h"
+#include "loader.h"
+#include "options.h"
+#include "runtime.h"
+#include "vcpu.h"
+
+#include "../hw/platform.h"
+
+struct vcpu the_vcpu;
+static struct guestmem gm;
+static struct platform plat;
+static FILE *serial_out;
+
+static void serial_tx(void *opaque, uint8_t byte)
+{
+    (void)opaque;
+    fputc(byte, serial_out);
+    if (byte == '\n' || serial_out != stdout)
+        fflush(serial_out);
+}
+
+_Noreturn void monitor_exit(struct vcpu *v, int status)
+{
+    (void)v;
+    if (serial_out)
+        fflush(serial_out);
+    fflush(stdout);
+    console_restore();
+    exit(status);
+}
+
+static void start_state(struct vcpu *v, const struct boot_state *bs)
+{
+    struct r3_shared *sh = v->sh;
+    v->cr0 = bs->cr0;
+    v->cpl = 0;
+    seg_reset_flat(v, bs->cs, bs->ds);
+    memset(sh->regs, 0, sizeof sh->regs);
+    sh->regs[REG_EAX] = bs->eax;
+    sh->regs[REG_EBX] = bs->ebx;
+    sh->regs[REG_ESP] = bs->esp;
+    sh->eip = bs->entry;
+    sh->eflags = 0x202;              /* real IF stays set; the guest's is virtual */
+    sh->vif = !!(bs->eflags & FL_IF);
+    sh->fsbase = sh->gsbase = 0;
+    cpu_reset_msrs(v);
+}
+
+int run_main(int argc, char **argv)
+{
+    struct r3_options o;
+    struct boot_state bs;
+    struct vcpu *v = &the_vcpu;
+    int r = options_parse(argc, argv, &o);
+    if (r != OPTIONS_RUN)
+        return r;
+    if ((r = guestmem_init(&gm, o.mem_size)))
+        return r;
+    if ((r = loader_load(&gm, o.kernel, o.append, o.initrd, &bs)))
+        return r;
+    if (!bs.multiboot) {
+        fprintf(stderr, "ring3: '%s' has no Multiboot header; booting Linux through its own boot "
+                "protocol is not supported yet\n", o.kernel);
+        return 2;
+    }
+    serial_out = stdout;
+    if (o.serial == R3_SERIAL_FILE && !(serial_out = fopen(o.serial_path, "w"))) {
+        fprintf(stderr, "ring3: cannot open serial file '%s': %s\n", o.serial_path, strerror(errno));
+        return 2;
+    }
+    if (o.trace) {
+        v->trace = o.trace_file ? fopen(o.trace_file, "w") : stderr;
+        if (!v->trace) {
+            fprintf(stderr, "ring3: cannot open trace file '%s': %s\n", o.trace_file, strerror(errno));
+            return 2;
+        }
+        setvbuf(v->trace, NULL, _IOLBF, 0);
+    }
+    struct platform_config cfg = {.mem_bytes = gm.size, .console_tx = serial_tx};
+    if (platform_init(&plat, &cfg)) {
+        fprintf(stderr, "ring3: out of memory setting up devices\n");
+        return 1;
+    }
+    v->gm = &gm;
+    v->plat = &plat;
+    if (runtime_install(emulate_gate)) {
+        fprintf(stderr, "ring3: cannot map the runtime page at %08x: %s\n", R3_RUNTIME_BASE, strerror(errno));
+        return 1;
+    }
+    v->sh = r3_shared_page;
+    mmu_init(v);
+    start_state(v, &bs);
+    if (signals_init(v) || events_init(v)) {
+        fprintf(stderr, "ring3: cannot set up signals and timers: %s\n", strerror(errno));
+        return 1;
+    }
+    if (o.serial == R3_SERIAL_STDIO)
+        console_raw();
+    TRACE(v, "start at %08x, eax %08x ebx %08x", bs.entry, bs.eax, bs.ebx);
+    events_arm(v);
+    runtime_enter_guest();
+}

@@ -1,0 +1,180 @@
+/* Segment descriptors and segment registers (SDM vol. 3, ch. 3 and 5), mapped onto host selectors.
+ *
+ * Guest code always runs with the host's flat compatibility-mode CS; the
+ * guest's CS is virtual and must be flat. A data segment that is flat runs
+ * on the host's flat data selector; a null one on a real null selector (so
+ * that using it faults as it should); any other is copied into a host LDT
+ * entry of its own, so the CPU applies its base and limit for real.
+ */
+#include <asm/ldt.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "vcpu.h"
+
+#define ATTR_P      0x0080
+#define ATTR_S      0x0010
+#define ATTR_CODE   0x0008
+#define ATTR_CONF   0x0004    /* code: conforming; data: expand-down */
+#define ATTR_RW     0x0002    /* code: readable; data: writable */
+#define ATTR_DB     0x4000
+#define ATTR_G      0x8000
+
+static unsigned dpl_of(const struct seg *s) { return (s->attr >> 5) & 3; }
+
+void seg_decode(uint64_t raw, uint16_t selector, struct seg *out)
+{
+    uint32_t limit = (uint32_t)(raw & 0xFFFF) | (uint32_t)((raw >> 32) & 0xF0000);
+    out->sel = selector;
+    out->base = (uint32_t)((raw >> 16) & 0xFFFFFF) | (uint32_t)((raw >> 32) & 0xFF000000u);
+    out->attr = (uint16_t)(((raw >> 40) & 0xFF) | (((raw >> 52) & 0xF) << 12));
+    out->limit = out->attr & ATTR_G ? (limit << 12) | 0xFFF : limit;
+}
+
+static uint32_t descriptor_address(struct vcpu *v, uint16_t selector, bool *ok)
+{
+    uint32_t index = selector & ~7u;
+    uint32_t base, limit;
+    if (selector & 4) {
+        if ((v->ldtr.sel & ~3u) == 0) {
+            *ok = false;
+            return 0;
+        }
+        base = v->ldtr.base;
+        limit = v->ldtr.limit;
+    } else {
+        base = v->gdtr.base;
+        limit = v->gdtr.limit;
+    }
+    *ok = index + 7 <= limit;
+    return base + index;
+}
+
+bool seg_read_descriptor(struct vcpu *v, uint16_t selector, uint64_t *raw)
+{
+    bool ok;
+    uint32_t at = descriptor_address(v, selector, &ok);
+    if (!ok)
+        return false;
+    mmu_read(v, at, raw, 8, true);
+    return true;
+}
+
+/* The CPU sets the accessed bit of a descriptor it loads (SDM vol. 3, 3.4.5.1). */
+static void mark_accessed(struct vcpu *v, uint16_t selector, struct seg *s)
+{
+    bool ok;
+    uint32_t at = descriptor_address(v, selector, &ok);
+    if (ok && !(s->attr & 1)) {
+        uint8_t type;
+        mmu_read(v, at + 5, &type, 1, true);
+        type |= 1;
+        mmu_write(v, at + 5, &type, 1, true);
+        s->attr |= 1;
+    }
+}
+
+/* The host selector that gives guest segment (s) its base and limit. */
+static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s)
+{
+    if ((s->sel & ~3u) == 0 && sreg != SREG_SS && sreg != SREG_CS)
+        return 0;
+    bool expand_down = !(s->attr & ATTR_CODE) && (s->attr & ATTR_CONF);
+    if (s->base == 0 && s->limit == 0xFFFFFFFFu && !expand_down)
+        return sreg == SREG_CS ? HOST_CS32 : HOST_DS;
+    struct user_desc d;
+    memset(&d, 0, sizeof d);
+    d.entry_number = sreg;
+    d.base_addr = s->base;
+    d.limit_in_pages = (s->attr & ATTR_G) ? 1 : 0;
+    d.limit = d.limit_in_pages ? s->limit >> 12 : s->limit;
+    d.seg_32bit = 1;
+    d.contents = expand_down ? 1 : 0;
+    d.read_exec_only = (s->attr & ATTR_RW) ? 0 : 1;
+    if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0) {
+        TRACE(v, "modify_ldt failed for %04x; using the flat segment", s->sel);
+        return HOST_DS;
+    }
+    TRACE(v, "segment %u base %08x limit %08x on host LDT entry %u", sreg, s->base, s->limit, sreg);
+    return (uint16_t)((sreg << 3) | 4 | 3);
+}
+
+void seg_set(struct vcpu *v, unsigned sreg, uint16_t selector, const struct seg *cache)
+{
+    struct seg s = {.sel = selector};
+    if (cache)
+        s = *cache;
+    s.sel = selector;
+    v->sreg[sreg] = s;
+    if (sreg != SREG_CS)
+        v->sh->sel[sreg] = host_selector(v, sreg, &s);
+    /* Loading FS or GS sets its base, which the way back to the guest writes
+     * with wrfsbase/wrgsbase after the selector. */
+    if (sreg == SREG_FS)
+        v->sh->fsbase = s.base;
+    if (sreg == SREG_GS)
+        v->sh->gsbase = s.base;
+}
+
+void seg_load(struct vcpu *v, unsigned sreg, uint16_t selector)
+{
+    uint16_t err = selector & ~3u;
+    if (err == 0) {
+        if (sreg == SREG_SS)
+            vcpu_raise(v, VEC_GP, 0);
+        seg_set(v, sreg, selector, NULL);
+        return;
+    }
+    uint64_t raw;
+    if (!seg_read_descriptor(v, selector, &raw))
+        vcpu_raise(v, VEC_GP, err);
+    struct seg s;
+    seg_decode(raw, selector, &s);
+    unsigned rpl = selector & 3, dpl = dpl_of(&s);
+    bool code = s.attr & ATTR_CODE;
+    if (!(s.attr & ATTR_S))
+        vcpu_raise(v, VEC_GP, err);
+    if (sreg == SREG_SS) {
+        /* SS: a writable data segment with RPL = DPL = CPL (SDM vol. 2, MOV). */
+        if (code || !(s.attr & ATTR_RW) || rpl != v->cpl || dpl != v->cpl)
+            vcpu_raise(v, VEC_GP, err);
+        if (!(s.attr & ATTR_P))
+            vcpu_raise(v, VEC_SS, err);
+    } else {
+        /* DS, ES, FS, GS: data or readable code; privilege unless conforming code. */
+        if (code && !(s.attr & ATTR_RW))
+            vcpu_raise(v, VEC_GP, err);
+        if (!(code && (s.attr & ATTR_CONF)) && (rpl > dpl || v->cpl > dpl))
+            vcpu_raise(v, VEC_GP, err);
+        if (!(s.attr & ATTR_P))
+            vcpu_raise(v, VEC_NP, err);
+    }
+    mark_accessed(v, selector, &s);
+    seg_set(v, sreg, selector, &s);
+    TRACE(v, "load %u <- %04x base %08x limit %08x", sreg, selector, s.base, s.limit);
+}
+
+uint32_t seg_linear(struct vcpu *v, unsigned sreg, uint32_t offset, uint32_t len)
+{
+    const struct seg *s = &v->sreg[sreg];
+    unsigned vector = sreg == SREG_SS ? VEC_SS : VEC_GP;
+    if ((s->sel & ~3u) == 0 && sreg != SREG_CS && sreg != SREG_SS && v->cr0 & CR0_PE)
+        vcpu_raise(v, VEC_GP, 0);
+    uint64_t last = (uint64_t)offset + len - 1;
+    bool expand_down = !(s->attr & ATTR_CODE) && (s->attr & ATTR_CONF);
+    if (expand_down ? (offset <= s->limit || last > 0xFFFFFFFFu) : last > s->limit)
+        vcpu_raise(v, vector, 0);
+    return s->base + offset;
+}
+
+void seg_reset_flat(struct vcpu *v, uint16_t cs, uint16_t ds)
+{
+    struct seg code = {cs, 0, 0xFFFFFFFFu, 0x9B | ATTR_DB | ATTR_G};
+    struct seg data = {ds, 0, 0xFFFFFFFFu, 0x93 | ATTR_DB | ATTR_G};
+    seg_set(v, SREG_CS, cs, &code);
+    for (unsigned i = 0; i < 6; i++)
+        if (i != SREG_CS)
+            seg_set(v, i, ds, &data);
+    v->sh->sel[SREG_CS] = HOST_CS32;
+}

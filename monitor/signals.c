@@ -1,0 +1,217 @@
+/* Host signals: guest faults become guest exceptions, the timer becomes interrupts.
+ *
+ * Every handler runs on its own alternate stack (sized from AT_MINSIGSTKSZ,
+ * since this CPU's signal frames are large) and enters through
+ * r3_signal_entry (monitor/runtime.S), which reinstates the monitor's FS
+ * base before any C runs.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_ON 1
+#endif
+#define SA_RESTORER_FLAG 0x04000000
+
+#include "runtime.h"
+#include "vcpu.h"
+
+#define TRAP_DE 0
+#define TRAP_DB 1
+#define TRAP_BP 3
+#define TRAP_OF 4
+#define TRAP_GP 13
+#define TRAP_PF 14
+#define TRAP_MF 16
+#define TRAP_AC 17
+#define TRAP_XM 19
+#define PF_ERR_WRITE 0x2
+#define PF_ERR_FETCH 0x10
+
+extern void r3_signal_entry(int, siginfo_t *, void *);
+
+static _Noreturn void internal_error(struct vcpu *v, int sig, const ucontext_t *uc, const siginfo_t *si)
+{
+    fflush(stdout);
+    console_restore();
+    fprintf(stderr, "ring3: internal error: signal %d at %016llx (address %p) in the monitor; guest state:\n",
+            sig, (unsigned long long)uc->uc_mcontext.gregs[REG_RIP], si->si_addr);
+    vcpu_dump(v, stderr);
+    monitor_exit(v, 4);
+}
+
+static void context_to_shared(struct vcpu *v, const ucontext_t *uc)
+{
+    static const int order[8] = {REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI};
+    for (unsigned i = 0; i < 8; i++)
+        v->sh->regs[i] = (uint32_t)uc->uc_mcontext.gregs[order[i]];
+    v->sh->eip = (uint32_t)uc->uc_mcontext.gregs[REG_RIP];
+    v->sh->eflags = (uint32_t)uc->uc_mcontext.gregs[REG_EFL];
+}
+
+static void shared_to_context(struct vcpu *v, ucontext_t *uc)
+{
+    static const int order[8] = {REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI};
+    for (unsigned i = 0; i < 8; i++)
+        uc->uc_mcontext.gregs[order[i]] = v->sh->regs[i];
+    uc->uc_mcontext.gregs[REG_RIP] = v->sh->eip;
+    uc->uc_mcontext.gregs[REG_EFL] = (v->sh->eflags & FL_USER) | FL_IF | 2;
+    /* CS, GS, FS and SS share one field: cs | gs << 16 | fs << 32 | ss << 48. */
+    uint64_t csgsfs = HOST_CS32 | (uint64_t)(v->sh->sel[SREG_GS] & 0xFFFF) << 16 |
+                      (uint64_t)(v->sh->sel[SREG_FS] & 0xFFFF) << 32 |
+                      (uint64_t)(v->sh->sel[SREG_SS] & 0xFFFF) << 48;
+    uc->uc_mcontext.gregs[REG_CSGSFS] = (greg_t)csgsfs;
+    /* DS and ES are not in the signal frame: load them now; 64-bit code does not use them. */
+    __asm__ volatile("mov %0, %%ds; mov %1, %%es" : : "r"(v->sh->sel[SREG_DS]), "r"(v->sh->sel[SREG_ES]));
+}
+
+/* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1). */
+static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucontext_t *uc)
+{
+    unsigned trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO];
+    unsigned err = (unsigned)uc->uc_mcontext.gregs[REG_ERR];
+    switch (sig) {
+    case SIGSEGV:
+    case SIGBUS:
+        if (trapno == TRAP_PF) {
+            uint32_t addr = (uint32_t)(uintptr_t)si->si_addr;
+            enum mmu_access a = err & PF_ERR_FETCH ? MMU_FETCH : err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ;
+            if ((uintptr_t)si->si_addr < (1ull << 32) && mmu_fill(v, addr, a))
+                return;         /* the host TLB is filled: retry the instruction */
+            v->cr2 = addr;
+            vcpu_raise(v, VEC_PF, mmu_fault_error(v, addr, a, false));
+        }
+        if (trapno == TRAP_AC)
+            vcpu_raise(v, VEC_AC, 0);
+        vcpu_raise(v, VEC_GP, trapno == TRAP_GP ? (int)(err & 0xFFFF) : 0);
+    case SIGILL: {
+        /* AMD CPUs refuse sysenter in compatibility mode (#UD): a guest
+         * process's sysenter is the guest's fast system call all the same. */
+        uint8_t insn[2];
+        mmu_read(v, v->sh->eip, insn, 2, false);
+        if (insn[0] == 0x0F && insn[1] == 0x34) {
+            emulate_entry(v, R3_E_SYSENTER, 0, 0);
+            return;
+        }
+        vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
+    }
+    case SIGFPE:
+        vcpu_raise(v, trapno == TRAP_MF ? VEC_MF : trapno == TRAP_XM ? VEC_XM : VEC_DE, NO_ERROR_CODE);
+    case SIGSYS: {
+        /* Syscall User Dispatch stopped a system call instruction of guest
+         * code, which runs unrewritten in guest processes: int $n is the
+         * guest's software interrupt, sysenter the guest's fast call. The
+         * host reports the address after the instruction. */
+        uint8_t insn[2];
+        v->fault_eip = v->sh->eip - 2;
+        mmu_read(v, v->sh->eip - 2, insn, 2, false);
+        if (insn[0] == 0xCD) {
+            vcpu_soft_int(v, insn[1]);
+            return;
+        }
+        if (insn[0] == 0x0F && insn[1] == 0x34) {
+            emulate_entry(v, R3_E_SYSENTER, 0, 0);
+            return;
+        }
+        vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
+    }
+    case SIGTRAP:
+        /* int3 and into are traps: the host already points after them. */
+        if (trapno == TRAP_BP || trapno == TRAP_OF) {
+            vcpu_soft_int(v, trapno);
+            return;
+        }
+        vcpu_raise(v, VEC_DB, NO_ERROR_CODE);
+    default:
+        break;
+    }
+}
+
+uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsbase)
+{
+    struct vcpu *v = &the_vcpu;
+    ucontext_t *uc = ucv;
+    uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    uint16_t cs = (uint16_t)uc->uc_mcontext.gregs[REG_CSGSFS];
+    bool in_guest = cs == HOST_CS32 && !runtime_in_stubs(rip);
+
+    if (sig == SIGALRM) {
+        events_alarm();
+        if (!in_guest) {
+            /* In the monitor or a stub: mark what waits; the stubs and the gate look at it. */
+            if (cs == HOST_CS32) {
+                events_poll(v);
+                v->sh->pending = 1;
+                events_arm_soon(v);     /* in case the stub already looked */
+            }
+            return interrupted_fsbase;
+        }
+    } else if (!in_guest) {
+        if (cs == HOST_CS32 && sig == SIGSEGV && (uint64_t)(uintptr_t)si->si_addr < (1ull << 32)) {
+            /* A stub touching a guest stack page not yet in the host TLB. */
+            uint32_t addr = (uint32_t)(uintptr_t)si->si_addr;
+            unsigned err = (unsigned)uc->uc_mcontext.gregs[REG_ERR];
+            if (mmu_fill(v, addr, err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ))
+                return interrupted_fsbase;
+        }
+        internal_error(v, sig, uc, si);
+    }
+
+    v->sh->fsbase = interrupted_fsbase;
+    context_to_shared(v, uc);
+    memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
+    v->fault_eip = v->sh->eip;
+    v->fault_esp = v->sh->regs[REG_ESP];
+    jmp_buf jb;
+    v->fault_jmp = &jb;
+    if (setjmp(jb)) {
+        vcpu_take_exception(v);
+    } else if (sig == SIGALRM) {
+        events_poll(v);
+    } else {
+        guest_fault(v, sig, si, uc);
+    }
+    vcpu_check_interrupts(v);
+    events_arm(v);
+    shared_to_context(v, uc);
+    return v->sh->fsbase;
+}
+
+/* The kernel's struct sigaction: glibc's sigaction() always installs its own
+ * restorer, which lies outside the range Syscall User Dispatch allows. */
+struct kernel_sigaction {
+    void (*handler)(int, siginfo_t *, void *);
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+
+int signals_init(struct vcpu *v)
+{
+    (void)v;
+    size_t size = getauxval(AT_MINSIGSTKSZ);
+    size = (size < (size_t)SIGSTKSZ ? (size_t)SIGSTKSZ : size) * 4 + (256u << 10);
+    stack_t ss = {.ss_sp = malloc(size), .ss_size = size};
+    if (!ss.ss_sp || sigaltstack(&ss, NULL))
+        return -1;
+    struct kernel_sigaction sa = {
+        .handler = r3_signal_entry,
+        .flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER_FLAG,
+        .restorer = (void (*)(void))(uintptr_t)r3_sigreturn,
+        .mask = ~0ull,
+    };
+    int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGALRM, SIGSYS};
+    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (syscall(SYS_rt_sigaction, sigs[i], &sa, NULL, sizeof sa.mask))
+            return -1;
+    /* Every system call outside r3_sigreturn raises SIGSYS while the selector says block. */
+    return prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (unsigned long)r3_sigreturn,
+                 (unsigned long)(r3_sigreturn_end - r3_sigreturn), &r3_sud_selector);
+}
