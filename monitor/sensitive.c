@@ -45,14 +45,15 @@ static bool has_rep_prefix(const cs_insn *insn)
     return false;
 }
 
-/* A rewritten site's `call *R3_TABLE+4*n` (ff 15 abs32) for an entry that
- * never returns to the site: the next bytes are not reached from here. */
+/* A rewritten site's `call *%cs:R3_TABLE+4*n` (2e ff 15 abs32) for an entry
+ * that never returns to the site: the next bytes are not reached from here. */
 static bool is_noreturn_site(const cs_insn *insn)
 {
-    if (insn->size != R3_CALL_LEN || insn->bytes[0] != 0xFF || insn->bytes[1] != 0x15)
+    if (insn->size != R3_CALL_LEN || insn->bytes[0] != 0x2E || insn->bytes[1] != 0xFF ||
+        insn->bytes[2] != 0x15)
         return false;
-    uint32_t target = (uint32_t)insn->bytes[2] | (uint32_t)insn->bytes[3] << 8 |
-                      (uint32_t)insn->bytes[4] << 16 | (uint32_t)insn->bytes[5] << 24;
+    uint32_t target = (uint32_t)insn->bytes[3] | (uint32_t)insn->bytes[4] << 8 |
+                      (uint32_t)insn->bytes[5] << 16 | (uint32_t)insn->bytes[6] << 24;
     if (target < R3_TABLE || target >= R3_TABLE + 4 * R3_ENTRY_COUNT || target % 4)
         return false;
     switch ((target - R3_TABLE) / 4) {
