@@ -204,6 +204,12 @@ void emulate_gate(void);
  * insert mode, by the SIGILL handler after decoding. */
 void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux);
 
+/* ---- decode.c ---- */
+
+/* If the instruction at sh->eip is cli, sti, in, out, ins or outs, run it
+ * through its entry (which checks IOPL) and return true. */
+bool decode_io_instruction(struct vcpu *v);
+
 /* ---- events.c: time, input and waiting ---- */
 uint64_t events_now(void);
 void events_poll(struct vcpu *v);          /* advance devices, read input; never blocks */
