@@ -1,0 +1,108 @@
+/* accessed-dirty: the A and D bits the CPU sets in PTEs and PDEs, including for sgdt/lidt operands. */
+#include "guest.h"
+
+const char guest_name[] = "accessed-dirty";
+
+#define VA_P    0x40000000u   /* 4 KiB page */
+#define VA_Q    0x40001000u   /* 4 KiB page for sgdt/lidt */
+#define VA_BIG  0x00800000u   /* 4 MiB page */
+#define PA_BIG  0x00400000u
+
+static uint32_t *pd;
+
+static uint32_t peek(uint32_t va) { return *(volatile uint32_t *)va; }
+static void poke(uint32_t va, uint32_t v) { *(volatile uint32_t *)va = v; }
+
+/* The entry that maps va: the PTE, or the PDE of a 4 MiB page. */
+static uint32_t *leaf(uint32_t va)
+{
+    uint32_t *pde = &pd[va >> 22];
+
+    return (*pde & PTE_PS) ? pde : pte_of(pd, va);
+}
+
+/* Clears A and D in the leaf entry and A in the PDE, then drops the
+ * translation (SDM 4.10.4.2: software that clears A or D must invalidate). */
+static void clear_ad(uint32_t va)
+{
+    *leaf(va) &= ~(uint32_t)(PTE_A | PTE_D);
+    pd[va >> 22] &= ~(uint32_t)PTE_A;
+    invlpg(va);
+}
+
+static void show(const char *what, uint32_t va)
+{
+    uint32_t e = *leaf(va), pde = pd[va >> 22];
+
+    kprintf("%s: A%u D%u", what, (e & PTE_A) ? 1 : 0, (e & PTE_D) ? 1 : 0);
+    if (!(pde & PTE_PS))
+        kprintf(", pde A%u", (pde & PTE_A) ? 1 : 0);
+    kprintf("\n");
+}
+
+static void test_small_page(void)
+{
+    show("4k fresh", VA_P);
+    (void)peek(VA_P);
+    show("4k after read", VA_P);
+    poke(VA_P, 1);
+    show("4k after write", VA_P);
+
+    clear_ad(VA_P);
+    show("4k cleared", VA_P);
+    (void)peek(VA_P + 4);
+    show("4k read after clear+invlpg", VA_P);
+    clear_ad(VA_P);
+    poke(VA_P + 8, 2);
+    show("4k write after clear+invlpg", VA_P);
+
+    /* A cached translation with D=0 must not let a write through silently (SDM 4.8). */
+    clear_ad(VA_P);
+    (void)peek(VA_P);
+    poke(VA_P, 3);
+    show("4k read then write, no invlpg", VA_P);
+}
+
+static void test_big_page(void)
+{
+    show("4M fresh", VA_BIG);
+    (void)peek(VA_BIG + 0x1000);
+    show("4M after read", VA_BIG);
+    poke(VA_BIG + 0x2000, 4);
+    show("4M after write", VA_BIG);
+    clear_ad(VA_BIG);
+    (void)peek(VA_BIG + 0x3000);
+    show("4M read after clear+invlpg", VA_BIG);
+    poke(VA_BIG + 0x3000, 5);
+    show("4M then write", VA_BIG);
+}
+
+/* Accesses the CPU makes itself, for sgdt and lidt, set the bits as well. */
+static void test_implicit(void)
+{
+    struct dtr g;
+
+    clear_ad(VA_Q);
+    sgdt((struct dtr *)VA_Q);
+    show("4k after sgdt to it", VA_Q);
+    clear_ad(VA_Q);
+    sidt(&g);
+    *(volatile struct dtr *)VA_Q = g;
+    clear_ad(VA_Q);
+    lidt((const struct dtr *)VA_Q);
+    show("4k after lidt from it", VA_Q);
+}
+
+int guest_main(void)
+{
+    pd = paging_identity(PTE_W);
+    map_page(pd, VA_P, (uint32_t)page_alloc(), PTE_W);
+    map_page(pd, VA_Q, (uint32_t)page_alloc(), PTE_W);
+    pd[VA_BIG >> 22] = PA_BIG | PTE_PS | PTE_W | PTE_P;
+    paging_enable(pd);
+
+    test_small_page();
+    test_big_page();
+    test_implicit();
+    return 0;
+}
