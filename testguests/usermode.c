@@ -104,6 +104,11 @@ int guest_main(void)
     kprintf("kernel: back from ring 3 with %u\n", v);
     report();
 
+    v = user_enter((uint32_t)user_main_iopl, (uint32_t)user_stack + sizeof(user_stack),
+                   0x2 | EFLAGS_IF | EFLAGS_IOPL);
+    cli();
+    kprintf("kernel: back from ring 3 at IOPL 3 with %u\n", v);
+
     tss_allow_ports(COM1, 8);
     v = user_enter((uint32_t)user_main_ioperm, (uint32_t)user_stack + sizeof(user_stack),
                    0x2 | EFLAGS_IF);

@@ -12,6 +12,7 @@ struct user_seen {
 extern struct user_seen seen;
 
 void user_main(void) __attribute__((noreturn));
+void user_main_iopl(void) __attribute__((noreturn));
 void user_main_ioperm(void) __attribute__((noreturn));
 
 #endif

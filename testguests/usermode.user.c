@@ -66,18 +66,31 @@ void user_main(void)
     uexit(7);
 }
 
+static void uart_puts_direct(const char *s)
+{
+    for (; *s; s++) {
+        while (!(inb(COM1 + 5) & 0x20))
+            ;
+        outb(COM1, (uint8_t)*s);
+    }
+}
+
+/* Runs at CPL 3 with IOPL 3: port I/O, cli and sti are allowed (SDM 19.5.1, "CLI"). */
+void user_main_iopl(void)
+{
+    uart_puts_direct("user: direct uart output at IOPL 3\n");
+    UPROBE("cli at IOPL 3", "cli");
+    UPROBE("sti at IOPL 3", "sti");
+    UPROBE("outb to port 0x80 at IOPL 3", "outb %%al, $0x80");
+    uexit(5);
+}
+
 /* Runs at CPL 3 with IOPL 0 and COM1's ports allowed in the TSS I/O bitmap, the way
  * Linux grants ioperm() and, since 5.5, iopl(3) (SDM 19.5.2): other ports and cli
  * still fault. */
 void user_main_ioperm(void)
 {
-    static const char msg[] = "user: direct uart output through the I/O bitmap\n";
-
-    for (const char *p = msg; *p; p++) {
-        while (!(inb(COM1 + 5) & 0x20))
-            ;
-        outb(COM1, (uint8_t)*p);
-    }
+    uart_puts_direct("user: direct uart output through the I/O bitmap\n");
     UPROBE_FULL("inb from com1 scratch", "movw $0x3ff, %%dx", "inb %%dx, %%al", "");
     UPROBE_FULL("inb from port 0x2f8", "movw $0x2f8, %%dx", "inb %%dx, %%al", "");
     UPROBE_FULL("inw across the allowed range's end", "movw $0x3ff, %%dx", "inw %%dx, %%ax", "");
