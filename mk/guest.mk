@@ -1,0 +1,82 @@
+# The guest Linux kernel, i386, from Debian's linux-source-6.12.
+#
+#   make guest-kernel        build/guest/vmlinux: every object assembled by ring3-as
+#                            (gcc -B build/asbin/), then `ring3 audit`; fails unless clean
+#   make guest-kernel-plain  build/guest/vmlinux-plain: same config, stock `as` (for timing
+#                            and for comparing the rewritten kernel with the original)
+#
+# The source is unpacked once into build/linux-6.12; each variant builds out of tree in its
+# own directory. Unpacking and configuring are stamped; Kbuild runs every time and is
+# incremental, so a make with nothing changed costs seconds.
+
+GUEST_TARBALL := /usr/src/linux-source-6.12.tar.xz
+GUEST_SRC     := $(B)/linux-6.12
+GUEST_DIR     := $(B)/guest
+GUEST_FRAG    := guest/linux/ring3.config
+GUEST_ALLOW   := guest/linux/audit-allow.txt
+# Applied in order after unpacking (the guest-constants patch; none yet).
+GUEST_PATCHES := $(sort $(wildcard guest/linux/patches/*.patch))
+
+# The compiler of each variant: gcc -B makes gcc run build/asbin/as, which is ring3-as.
+GUEST_CC_rewritten := gcc -B$(abspath $(B)/asbin)/
+GUEST_CC_plain := gcc
+
+# Kbuild for variant $(1), in obj dir $(GUEST_DIR)/$(1). -j only when the parent make has no
+# jobserver to share.
+guest_kmake = $(MAKE) -C $(GUEST_SRC) O=$(abspath $(GUEST_DIR)/$(1)) ARCH=i386 \
+    CC="$(GUEST_CC_$(1))" $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+
+.PHONY: guest-kernel guest-kernel-plain guest-force
+guest-force:
+
+$(GUEST_SRC)/.ring3-unpacked: $(GUEST_TARBALL) $(GUEST_PATCHES)
+	rm -rf $(GUEST_SRC) $(GUEST_SRC).tmp $(GUEST_DIR)/rewritten $(GUEST_DIR)/plain
+	mkdir -p $(GUEST_SRC).tmp
+	tar -xJf $< -C $(GUEST_SRC).tmp --strip-components=1
+	for p in $(GUEST_PATCHES); do patch -d $(GUEST_SRC).tmp -p1 --no-backup-if-mismatch < $$p || exit 1; done
+	mv $(GUEST_SRC).tmp $(GUEST_SRC)
+	touch $@
+
+# guest_variant(name, extra config prerequisites): configure and build one obj dir.
+# Configuration is tinyconfig + our fragment + olddefconfig, then a check that Kconfig kept
+# every line of the fragment (it silently drops a setting whose dependencies are unmet).
+define guest_variant
+$(GUEST_DIR)/$(1)/.config: $(GUEST_SRC)/.ring3-unpacked $(GUEST_FRAG) guest/linux/check-config.sh $(2)
+	@mkdir -p $$(@D)
+	+$$(call guest_kmake,$(1)) tinyconfig >/dev/null
+	$(GUEST_SRC)/scripts/kconfig/merge_config.sh -m -O $$(@D) $$@ $(GUEST_FRAG) >/dev/null
+	+$$(call guest_kmake,$(1)) olddefconfig >/dev/null
+	guest/linux/check-config.sh $(GUEST_FRAG) $$@ || { rm -f $$@; exit 1; }
+
+$(GUEST_DIR)/$(1)/vmlinux: $(GUEST_DIR)/$(1)/.config guest-force
+	+$$(call guest_kmake,$(1)) vmlinux
+endef
+
+# The rewritten build. Kbuild does not know that the assembler changed, so a new ring3-as
+# cleans the objects (every one of them went through the old rewriter).
+$(eval $(call guest_variant,rewritten,$(BIN)/ring3-as))
+$(GUEST_DIR)/rewritten/vmlinux: $(GUEST_DIR)/rewritten/.ring3-as.stamp
+$(GUEST_DIR)/rewritten/.ring3-as.stamp: $(BIN)/ring3-as | $(GUEST_DIR)/rewritten/.config
+	+$(call guest_kmake,rewritten) clean
+	touch $@
+
+$(eval $(call guest_variant,plain,))
+
+$(GUEST_DIR)/vmlinux: $(GUEST_DIR)/rewritten/vmlinux
+	ln -f $< $@
+$(GUEST_DIR)/vmlinux-plain: $(GUEST_DIR)/plain/vmlinux
+	ln -f $< $@
+
+# The audit lists every sensitive instruction left unrewritten; the build fails unless none is.
+$(GUEST_DIR)/audit.txt: $(GUEST_DIR)/vmlinux $(BIN)/ring3 $(GUEST_ALLOW)
+	$(BIN)/ring3 audit --allow $(GUEST_ALLOW) $< > $@.tmp 2>&1 || { cat $@.tmp; rm -f $@.tmp; exit 1; }
+	grep -qw '0 unrewritten sensitive instructions' $@.tmp || { cat $@.tmp; rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
+
+guest-kernel: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit.txt
+	@grep -w 'unrewritten sensitive instructions' $(GUEST_DIR)/audit.txt
+
+guest-kernel-plain: $(GUEST_DIR)/vmlinux-plain
+
+# Enable once ring3-as and `ring3 audit` exist (tests/test_guest_kernel.py needs them):
+# TEST_DEPS += guest-kernel
