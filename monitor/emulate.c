@@ -7,6 +7,7 @@
 #include "../hw/debugexit.h"
 #include "../hw/io.h"
 #include "../hw/platform.h"
+#include "../hw/uart.h"
 
 static const unsigned char entry_words[R3_ENTRY_COUNT] = {
 #define R3_WORDS(num, name, words, path, contract) [num] = words,
@@ -490,6 +491,8 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
     case R3_E_STI_HLT: need_cpl0(v); sh->vif = 1; halt(v); break;
     case R3_E_IN:
         need_io(v);
+        if ((port_of(v, desc, aux) & ~7u) == UART_COM1_BASE)
+            events_input(v);
         reg_write(r, REG_EAX, bytes, io_in(v->plat->io, port_of(v, desc, aux), bytes));
         break;
     case R3_E_OUT:

@@ -80,11 +80,18 @@ static void pump_input(struct vcpu *v)
 
 void events_poll(struct vcpu *v)
 {
+    platform_update(v->plat, events_now());
+}
+
+/* Host input moves into the UART when the guest looks for it: when it reads
+ * a UART register or waits in hlt. Like a terminal whose bytes arrive once
+ * the program is ready, this keeps a guest's UART initialisation (which
+ * empties the FIFO) from discarding what was typed ahead. At most once a
+ * millisecond on the register path: a read per access costs more than the access. */
+void events_input(struct vcpu *v)
+{
     uint64_t now = events_now();
-    platform_update(v->plat, now);
-    /* Host input is looked at once a millisecond at most: a read per gate
-     * entry would cost more than the entry itself. */
-    if (now - last_input_check >= 1000000) {
+    if (now - last_input_check >= 1000000 || !last_input_check) {
         last_input_check = now;
         pump_input(v);
     }
@@ -116,7 +123,13 @@ void events_arm(struct vcpu *v)
 void events_arm_soon(struct vcpu *v)
 {
     (void)v;
-    arm_at(events_now() + 50000);
+    /* From signal context, maybe in the middle of arm_at(): set the timer
+     * directly and leave the cache saying "unknown", so the next arm_at()
+     * always reaches the kernel. */
+    uint64_t t = events_now() + 50000;
+    struct itimerspec its = {.it_value = {(time_t)(t / NS_PER_SEC), (long)(t % NS_PER_SEC)}};
+    timer_settime(host_timer, TIMER_ABSTIME, &its, NULL);
+    armed_for = 0;
 }
 
 void events_alarm(void)
@@ -128,6 +141,8 @@ void events_wait(struct vcpu *v)
 {
     for (;;) {
         events_poll(v);
+        last_input_check = 0;
+        events_input(v);
         if (pic_intr_pending(v->plat->pic)) {
             if (v->sh->vif)
                 return;         /* the caller delivers it */

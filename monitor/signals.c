@@ -151,8 +151,10 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
             if (cs == HOST_CS32) {
                 events_poll(v);
                 v->sh->pending = 1;
-                events_arm_soon(v);     /* in case the stub already looked */
             }
+            /* The stub may have looked already, and the monitor may have armed
+             * the timer before this expiry: look again shortly either way. */
+            events_arm_soon(v);
             return interrupted_fsbase;
         }
     } else if (!in_guest) {

@@ -212,7 +212,8 @@ bool decode_io_instruction(struct vcpu *v);
 
 /* ---- events.c: time, input and waiting ---- */
 uint64_t events_now(void);
-void events_poll(struct vcpu *v);          /* advance devices, read input; never blocks */
+void events_poll(struct vcpu *v);          /* advance the devices to now; never blocks */
+void events_input(struct vcpu *v);         /* move waiting host input into the UART */
 void events_wait(struct vcpu *v);          /* hlt: sleep until an interrupt can be taken */
 void events_arm(struct vcpu *v);           /* arm the host timer for the next device deadline */
 void events_arm_soon(struct vcpu *v);      /* arm it for a moment from now */
