@@ -1,0 +1,47 @@
+"""Long runs leak neither memory nor file descriptors: 1,000,000 far-call round trips and
+1,000,000 timer interrupts under `ring3 run`, sampled through /proc while they run."""
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, ROOT, run
+
+RING3 = BUILD / "bin" / "ring3"
+
+
+def sample(pid):
+    with open(f"/proc/{pid}/status") as f:
+        status = dict(line.split(":", 1) for line in f)
+    with open(f"/proc/{pid}/maps") as f:
+        maps = sum(1 for _ in f)
+    return {"rss_kb": int(status["VmRSS"].split()[0]), "fds": len(os.listdir(f"/proc/{pid}/fd")),
+            "maps": maps}
+
+
+@pytest.mark.parametrize("guest,append", [
+    ("syscall-loop", "count=1000000"),
+    ("timer-storm", "count=1000000 hz=50000"),
+])
+def test_no_leaks(guest, append):
+    elf = BUILD / "testguests" / "ring3" / f"{guest}.elf"
+    run(["make", "-s", str(RING3), str(elf)], cwd=ROOT)
+    p = subprocess.Popen([str(RING3), "run", "--append", append, str(elf)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    samples = []
+    deadline = time.monotonic() + 900
+    while p.poll() is None and time.monotonic() < deadline:
+        try:
+            samples.append(sample(p.pid))
+        except (OSError, KeyError):
+            break
+        time.sleep(0.5)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 1, (out.decode()[-2000:], err.decode()[-2000:])   # debug-exit 0: pass
+    assert b"pass" in out
+    assert len(samples) >= 4, "the run was too short to sample"
+    first, last = samples[1], samples[-1]
+    assert last["fds"] == first["fds"], samples
+    assert last["maps"] <= first["maps"] + 16, samples
+    assert last["rss_kb"] - first["rss_kb"] < 4096, samples
