@@ -325,3 +325,12 @@ bool sens_is_insert_marker(const uint8_t *p, size_t len)
     return len >= R3_INSERT_MARKER_LEN && p[0] == R3_INSERT_MARKER0 &&
            p[1] == R3_INSERT_MARKER1 && p[2] == R3_INSERT_MARKER2;
 }
+
+bool sens_is_rewritten_pushf(const uint8_t *p, size_t len)
+{
+    /* pushfl (9c), then call *%cs:R3_TABLE+4*R3_E_PUSHF (2e ff 15 abs32). */
+    uint32_t slot = R3_TABLE + 4 * R3_E_PUSHF;
+    return len >= 1 + R3_CALL_LEN && p[0] == 0x9C && p[1] == 0x2E && p[2] == 0xFF && p[3] == 0x15 &&
+           p[4] == (uint8_t)slot && p[5] == (uint8_t)(slot >> 8) && p[6] == (uint8_t)(slot >> 16) &&
+           p[7] == (uint8_t)(slot >> 24);
+}

@@ -46,4 +46,8 @@ size_t sens_decode_extra(const uint8_t *p, size_t len, struct sens_info *info);
  * (ud1 %edi,%edi), which announces that the next instruction is sensitive. */
 bool sens_is_insert_marker(const uint8_t *p, size_t len);
 
+/* Whether (p) starts a rewritten pushf: the real pushfl the site keeps,
+ * followed by its call to the PUSHF entry that fixes IF in the image. */
+bool sens_is_rewritten_pushf(const uint8_t *p, size_t len);
+
 #endif
