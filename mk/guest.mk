@@ -39,16 +39,18 @@ $(GUEST_SRC)/.ring3-unpacked: $(GUEST_TARBALL) $(GUEST_PATCHES)
 
 # guest_variant(name, extra config prerequisites): configure and build one obj dir.
 # Configuration is tinyconfig + our fragment + olddefconfig, then a check that Kconfig kept
-# every line of the fragment (it silently drops a setting whose dependencies are unmet).
+# every line of the fragment (it silently drops a setting whose dependencies are unmet). The
+# stamp is touched only when all of that succeeded.
 define guest_variant
-$(GUEST_DIR)/$(1)/.config: $(GUEST_SRC)/.ring3-unpacked $(GUEST_FRAG) guest/linux/check-config.sh $(2)
+$(GUEST_DIR)/$(1)/.ring3-config: $(GUEST_SRC)/.ring3-unpacked $(GUEST_FRAG) guest/linux/check-config.sh $(2)
 	@mkdir -p $$(@D)
 	+$$(call guest_kmake,$(1)) tinyconfig >/dev/null
-	$(GUEST_SRC)/scripts/kconfig/merge_config.sh -m -O $$(@D) $$@ $(GUEST_FRAG) >/dev/null
+	$(GUEST_SRC)/scripts/kconfig/merge_config.sh -m -O $$(@D) $$(@D)/.config $(GUEST_FRAG) >/dev/null
 	+$$(call guest_kmake,$(1)) olddefconfig >/dev/null
-	guest/linux/check-config.sh $(GUEST_FRAG) $$@ || { rm -f $$@; exit 1; }
+	guest/linux/check-config.sh $(GUEST_FRAG) $$(@D)/.config
+	touch $$@
 
-$(GUEST_DIR)/$(1)/vmlinux: $(GUEST_DIR)/$(1)/.config guest-force
+$(GUEST_DIR)/$(1)/vmlinux: $(GUEST_DIR)/$(1)/.ring3-config guest-force
 	+$$(call guest_kmake,$(1)) vmlinux
 endef
 
@@ -56,7 +58,7 @@ endef
 # cleans the objects (every one of them went through the old rewriter).
 $(eval $(call guest_variant,rewritten,$(BIN)/ring3-as))
 $(GUEST_DIR)/rewritten/vmlinux: $(GUEST_DIR)/rewritten/.ring3-as.stamp
-$(GUEST_DIR)/rewritten/.ring3-as.stamp: $(BIN)/ring3-as | $(GUEST_DIR)/rewritten/.config
+$(GUEST_DIR)/rewritten/.ring3-as.stamp: $(BIN)/ring3-as | $(GUEST_DIR)/rewritten/.ring3-config
 	+$(call guest_kmake,rewritten) clean
 	touch $@
 
