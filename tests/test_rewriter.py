@@ -213,7 +213,7 @@ def decode_site(code):
 
 def form_lines():
     for line in (HERE / "forms.s").read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
+        if line.strip() and not line.startswith("#") and not line.strip().startswith(".byte"):
             yield line.strip()
 
 
@@ -323,3 +323,43 @@ unsigned long f(unsigned short port) { asm volatile("cli" ::: "memory"); outb(1,
         dis = [i.mnemonic for i in CS.disasm(text_bytes(obj), 0)]
         assert not {"cli", "sti", "hlt", "out"} & set(dis), dis
         assert dis.count("call") == 4, dis    # out, out, sti+hlt, mov from %cr3; cli is inline
+
+
+def test_byte_lists_in_code_are_rewritten(tmp_path):
+    """Instructions spelled as .byte (stac, clac, xsaves in the kernel) are found and rewritten;
+    the same bytes in a data section are data."""
+    r, obj = assemble("\t.byte 0x0f, 0x01, 0xca\n\t.byte 0x0f,0xc7,0x2f\n"
+                      "\t.section .rodata, \"a\"\n\t.byte 0x0f, 0x01, 0xca\n", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [decode_site(text_bytes(obj)[i:i + 17])[0] for i in (0, 7)] == ["CLAC", "XSAVES"]
+    assert text_bytes(obj, ".rodata") == b"\x0f\x01\xca"
+
+
+def test_macro_built_and_string_instructions(tmp_path):
+    """What gas itself builds (a macro's `\\op`, ALTERNATIVE string arguments) is rewritten too:
+    the prelude defines the operand-less ones as macros, strings are rewritten as text."""
+    text = """\t.macro op_safe op
+1:\t\\op
+\t.endm
+\t.macro ALTERNATIVE old, new, feature
+\t\\new
+\t.endm
+\top_safe rdmsr
+\tALTERNATIVE "", "clac; verw %cs:sel", 1
+\t.macro SWITCH scratch_reg:req
+\tmovl %cr3, \\scratch_reg
+\tmovl \\scratch_reg, %cr3
+\t.endm
+\tSWITCH scratch_reg=%edi
+"""
+    r, obj = assemble(text, tmp_path)
+    assert r.returncode == 0, r.stderr
+    code = text_bytes(obj)
+    got, off = [], 0
+    while off < len(code):
+        entry, desc, aux, _ = decode_site(code[off:off + 17])
+        got.append((entry, desc))
+        off += abi.CONST["R3_CALL_LEN"] + (10 if desc is not None else 0)
+    assert [e for e, _ in got] == ["RDMSR", "CLAC", "VERW", "MOV_FROM_CR", "MOV_TO_CR"]
+    assert got[3][1] == abi.desc(reg=3, kind=1, size=2, base=7)
+    assert got[4][1] == abi.desc(reg=3, kind=1, size=2, base=7)

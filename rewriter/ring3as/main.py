@@ -13,6 +13,8 @@ import subprocess
 import sys
 
 from . import rules
+from .bytecode import decode_single
+from .prelude import OPERANDLESS, prelude
 from .source import parse
 
 MODES = ("rewrite", "insert", "off")
@@ -23,9 +25,11 @@ VALUE_OPTS = {"-o", "-I", "--defsym", "--MD", "-MD", "--debug-prefix-map", "--ha
 # changes how code is read, or a comment or line marker that changes state.
 _WORDS = sorted(set(rules.RULES) | {a for a in rules.ALIASES}, key=len, reverse=True)
 CANDIDATE = re.compile(r"(?<![\w.$%])(?:" + "|".join(map(re.escape, _WORDS)) +
-                       r")[bwldq]?(?![\w.$])|/\*|\*/|\.code|syntax|^\s*#\s*\d|\brep", re.I)
+                       r")[bwldq]?(?![\w.$])|/\*|\*/|\.code|syntax|^\s*#\s*\d|\brep|\.byte|alternative"
+                       r"|\.(?:push|pop)?section|\.previous|\.text\b|\.data\b|\.bss\b", re.I)
 
 
+PRELUDE_NAMES = {name for names in OPERANDLESS for name in names}
 INSERT_MARKER = ".byte 0x0f, 0xb9, 0xff"   # ud1 %edi,%edi: R3_INSERT_MARKER* in abi.h
 
 
@@ -76,40 +80,97 @@ def gas_accepts(line, args):
     return r.returncode == 0
 
 
-def rewrite_lines(lines, filename, mode, args, stats=None):
+class Sections:
+    """Which section the assembler is in, and whether it holds code (for `.byte` lists)."""
+
+    def __init__(self):
+        self.cur = self.prev = True
+        self.stack = []
+
+    @staticmethod
+    def _executable(operands):
+        parts = [p.strip() for p in operands.split(",")]
+        name = parts[0].strip('"') if parts else ""
+        if len(parts) > 1 and parts[1].startswith('"'):
+            return "x" in parts[1]
+        return name == ".text" or name.startswith(".text.") or name.endswith(".text")
+
+    def directive(self, mnemonic, operands):
+        if mnemonic == ".text":
+            self.cur, self.prev = True, self.cur
+        elif mnemonic in (".data", ".bss", ".rodata"):
+            self.cur, self.prev = False, self.cur
+        elif mnemonic == ".section":
+            self.cur, self.prev = self._executable(operands), self.cur
+        elif mnemonic == ".pushsection":
+            self.stack.append((self.cur, self.prev))
+            self.cur, self.prev = self._executable(operands), self.cur
+        elif mnemonic == ".popsection" and self.stack:
+            self.cur, self.prev = self.stack.pop()
+        elif mnemonic == ".previous":
+            self.cur, self.prev = self.prev, self.cur
+
+
+STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def rewrite_strings(st, mode, args, stats):
+    """The kernel's ALTERNATIVE macros take instructions as string arguments: rewrite inside."""
+    def one(m):
+        fragment = [m.group(1)]
+        rewrite_lines(fragment, st.file, mode, args, stats, first_line=st.lineno - 1)
+        return '"' + fragment[0] + '"'
+    return STRING.sub(one, st.operands)
+
+
+def rewrite_lines(lines, filename, mode, args, stats=None, first_line=0):
     """Rewrites a list of lines in place; returns them. Raises RewriteError."""
     if mode == "off":
         return lines
     candidates = [i for i, ln in enumerate(lines) if CANDIDATE.search(ln)]
     if not candidates:
         return lines
-    statements = parse_candidates(lines, candidates, filename)
+    statements = parse_candidates(lines, candidates, filename, first_line)
     code = "code32"
+    sections = Sections()
     edits = {}       # line index -> list of (start, end, text)
     skip = set()     # statements consumed by a combination (sti; hlt)
     for k, st in enumerate(statements):
+        mnemonic, operands = st.mnemonic, st.operands
         if st.directive:
-            if st.mnemonic in (".code16", ".code16gcc", ".code32", ".code64"):
-                code = st.mnemonic[1:]
-            elif st.mnemonic in (".intel_syntax", ".att_syntax"):
-                code = "intel" if st.mnemonic == ".intel_syntax" else "code32"
+            if mnemonic in (".code16", ".code16gcc", ".code32", ".code64"):
+                code = mnemonic[1:]
+            elif mnemonic in (".intel_syntax", ".att_syntax"):
+                code = "intel" if mnemonic == ".intel_syntax" else "code32"
+            sections.directive(mnemonic, operands)
+            if mnemonic != ".byte" or code != "code32" or not sections.cur:
+                continue
+            decoded = decode_single(operands)
+            if decoded is None or rules.lookup(decoded[0]) is None:
+                continue
+            mnemonic, operands = decoded
+        if id(st) in skip or not mnemonic:
             continue
-        if id(st) in skip or not st.mnemonic:
+        if mnemonic.startswith("alternative") and '"' in operands and code == "code32":
+            new = rewrite_strings(st, mode, args, stats)
+            if new != operands:
+                start = st.start + statement_text(lines, st).index(operands)
+                edits.setdefault(st.line, []).append((start, start + len(operands), new))
             continue
         # A prefix on a statement of its own ("rep; insb") belongs to this instruction.
         carried = prefix_before(statements, k)
         prefixes = (carried.prefixes if carried else []) + st.prefixes
-        found = rules.lookup(st.mnemonic)
+        found = rules.lookup(mnemonic)
         if found is None:
             continue
         if code != "code32":
             if code == "intel":
                 raise RewriteError(st.file, st.lineno,
-                                   f"'{st.mnemonic}' in Intel syntax is not rewritten; use AT&T")
+                                   f"'{mnemonic}' in Intel syntax is not rewritten; use AT&T")
             continue    # 16- and 64-bit code never runs in the guest's 32-bit kernel
         original = statement_text(lines, st)
         try:
-            text, entry = rules.rewrite(st.mnemonic, st.operands, prefixes)
+            text, entry = rules.rewrite(mnemonic, operands, prefixes)
         except rules.Unsupported as err:
             if not gas_accepts(original, args):
                 continue    # malformed: the real as reports it with its own file and line
@@ -125,8 +186,8 @@ def rewrite_lines(lines, filename, mode, args, stats=None):
         if stats is not None:
             stats[entry] = stats.get(entry, 0) + 1
         if mode == "insert":
-            if entry in rules.PRIVILEGED:
-                continue
+            if entry in rules.PRIVILEGED or (mnemonic in PRELUDE_NAMES and st.mnemonic == mnemonic):
+                continue    # left to trap, or marked by the prelude's macro of the same name
             # The marker goes before the whole instruction, prefixes included.
             first = carried or st
             edits.setdefault(first.line, []).append(
@@ -168,14 +229,14 @@ def next_instruction(statements, k):
     return None
 
 
-def parse_candidates(lines, candidates, filename):
+def parse_candidates(lines, candidates, filename, first_line=0):
     """Statements of the candidate lines, with file and line numbers kept right.
 
     Lines between candidates cannot change the comment state (they contain no
     '/*' or '*/') nor the line markers, so only line counts are carried over."""
     statements = []
     prev = -1
-    cur_file, cur_line = filename, 0
+    cur_file, cur_line = filename, first_line
     in_comment = False
     for i in candidates:
         cur_line += i - prev - 1
@@ -212,6 +273,8 @@ def main(argv):
         except RewriteError as err:
             print(str(err), file=sys.stderr)
             return 1
+        if mode != "off" and "--64" not in args and not re.search(r"\.code(16|64)", text):
+            out.append(prelude(mode))
         if name != "{standard input}":
             out.append(f'# 1 "{name}"')
         out.append("\n".join(lines))

@@ -137,7 +137,8 @@ def r_noop(entry):
 
 
 def r_cli(s):
-    s.nops(0)
+    if s is not None:
+        s.nops(0)
     return f"movb $0, %ss:{abi.CONST['R3_VIF_ADDR']:#x}"
 
 
@@ -462,6 +463,10 @@ def rewrite(mnemonic, operands, prefixes):
     base, rule, size = found
     if rule is None:
         raise Unsupported(f"{mnemonic} is not supported in 32-bit guest code")
+    if base == "mov":
+        found = _mov_macro_register(operands)
+        if found:
+            return found
     if base in ("mov", "push", "pop", "jmp", "call"):
         # Only some forms are sensitive; parse leniently and let gas judge the rest.
         try:
@@ -482,6 +487,24 @@ def rewrite(mnemonic, operands, prefixes):
     if isinstance(result, Site):
         return emit_site(result), result.entry
     return result, entry_of_inline(base)
+
+
+def _mov_macro_register(operands):
+    """`mov %cr3, \\reg` inside a .macro body: the register is known only when gas
+    expands it, so the site goes through the prelude's __r3_site_reg."""
+    ops = split_operands(operands)
+    if len(ops) != 2 or not any(o.startswith("\\") for o in ops):
+        return None
+    for i, o in enumerate(ops):
+        m = re.fullmatch(r"%\s*(cr|dr|db)(\d)", o.strip().lower())
+        other = ops[1 - i].strip()
+        if m and other.startswith("\\"):
+            kind = "CR" if m.group(1) == "cr" else "DR"
+            entry = f"MOV_TO_{kind}" if i == 1 else f"MOV_FROM_{kind}"
+            desc = _d(reg=int(m.group(2)), kind="reg", base=0)
+            slot = f"{abi.slot_address(entry):#x}"
+            return f"__r3_site_reg {slot}, {desc}, {other}", entry
+    return None
 
 
 def entry_of_inline(base):

@@ -16,7 +16,10 @@
 	rep stosb
 	lock incl (%eax)
 	int1_label: nop
+	.pushsection .rodata, "a"
 	.byte 0xfa
+	.popsection
+	.byte 0x0f, 0x0b
 	.ascii "cli; sti"
 	movsbl %al, %eax
 	inc %eax
