@@ -29,6 +29,13 @@ static void need_cpl0(struct vcpu *v)
 
 static uint32_t *regs(struct vcpu *v) { return v->sh->regs; }
 
+static uint16_t mmu_read16_sup(struct vcpu *v, uint32_t linear)
+{
+    uint16_t x;
+    mmu_read(v, linear, &x, 2, true);
+    return x;
+}
+
 static uint32_t mem_linear(struct vcpu *v, uint32_t desc, uint32_t aux, uint32_t len)
 {
     return seg_linear(v, operand_segment(desc), operand_offset(desc, aux, regs(v), 0), len);
@@ -76,10 +83,31 @@ static uint16_t port_of(struct vcpu *v, uint32_t desc, uint32_t aux)
     return (uint16_t)(R3_D_KIND(desc) == R3_KIND_IMM ? aux & 0xFF : regs(v)[REG_EDX] & 0xFFFF);
 }
 
-/* I/O at CPL > IOPL would consult the TSS I/O bitmap; no guest here uses one. */
-static void need_io(struct vcpu *v)
+/* cli and sti at CPL > IOPL fault (SDM vol. 3, 6.8.1). */
+static void need_iopl(struct vcpu *v)
 {
     if (v->cpl > (v->iopl >> 12))
+        vcpu_raise(v, VEC_GP, 0);
+}
+
+/* Port I/O at CPL > IOPL is allowed port by port by the TSS's I/O permission
+ * bitmap: every bit of the accessed ports must be clear and inside the TSS
+ * limit (SDM vol. 1, 18.5.2). */
+static void need_io(struct vcpu *v, uint16_t port, unsigned bytes)
+{
+    if (v->cpl <= (v->iopl >> 12))
+        return;
+    if ((v->tr.attr & 0x1F) != 0x0B && (v->tr.attr & 0x1F) != 0x09)
+        vcpu_raise(v, VEC_GP, 0);
+    if (v->tr.limit < 0x67)
+        vcpu_raise(v, VEC_GP, 0);
+    uint16_t base = mmu_read16_sup(v, v->tr.base + 0x66);
+    uint32_t first = base + port / 8u, last = base + (port + bytes - 1u) / 8u;
+    if (last > v->tr.limit)
+        vcpu_raise(v, VEC_GP, 0);
+    uint16_t bits = 0;
+    mmu_read(v, v->tr.base + first, &bits, last - first + 1, true);
+    if ((bits >> (port % 8u)) & ((1u << bytes) - 1u))
         vcpu_raise(v, VEC_GP, 0);
 }
 
@@ -474,8 +502,8 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
     uint64_t msr;
 
     switch (entry) {
-    case R3_E_CLI: need_io(v); sh->vif = 0; break;
-    case R3_E_STI: need_io(v); sh->vif = 1; break;
+    case R3_E_CLI: need_iopl(v); sh->vif = 0; break;
+    case R3_E_STI: need_iopl(v); sh->vif = 1; break;
     case R3_E_PUSHF: stack_push(v, (sh->eflags & FL_USER) | (sh->vif ? FL_IF : 0) | v->iopl | 2, 4); break;
     case R3_E_POPF:
         value = stack_peek(v, 0, 4);
@@ -490,18 +518,25 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
     case R3_E_HLT: halt(v); break;
     case R3_E_STI_HLT: need_cpl0(v); sh->vif = 1; halt(v); break;
     case R3_E_IN:
-        need_io(v);
+        need_io(v, port_of(v, desc, aux), bytes);
         if ((port_of(v, desc, aux) & ~7u) == UART_COM1_BASE)
             events_input(v);
         reg_write(r, REG_EAX, bytes, io_in(v->plat->io, port_of(v, desc, aux), bytes));
         break;
     case R3_E_OUT:
-        need_io(v);
+        need_io(v, port_of(v, desc, aux), bytes);
         io_out(v->plat->io, port_of(v, desc, aux), bytes, reg_read(r, REG_EAX, bytes));
         check_debug_exit(v);
         break;
-    case R3_E_INS: need_io(v); string_io(v, true, desc); break;
-    case R3_E_OUTS: need_io(v); string_io(v, false, desc); check_debug_exit(v); break;
+    case R3_E_INS:
+        need_io(v, (uint16_t)r[REG_EDX], bytes);
+        string_io(v, true, desc);
+        break;
+    case R3_E_OUTS:
+        need_io(v, (uint16_t)r[REG_EDX], bytes);
+        string_io(v, false, desc);
+        check_debug_exit(v);
+        break;
     case R3_E_LGDT: case R3_E_LIDT: {
         need_cpl0(v);
         uint32_t at = mem_linear(v, desc, aux, 6);
