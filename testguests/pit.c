@@ -107,10 +107,12 @@ int guest_main(void)
 
     wait_ticks(1000, &wakeups);
     kprintf("pit: %u ticks\n", ticks);
-    kprintf("pit: hlt woke %s\n", wakeups == ticks ? "once per tick" : "WRONG");
-    if (wakeups != ticks || cmdline_uint("verbose", 0))
+    /* Two ticks may share a wake-up (the second is taken between iret and
+     * cli when the host was late), but hlt must never return without one. */
+    kprintf("pit: hlt %s\n", wakeups <= ticks ? "never woke without an interrupt" : "WRONG");
+    if (wakeups > ticks || cmdline_uint("verbose", 0))
         kprintf("pit: %u wake-ups for %u ticks\n", wakeups, ticks);
-    check(wakeups == ticks, "one hlt wake-up per tick");
+    check(wakeups <= ticks, "hlt woke without an interrupt");
     kprintf("pit: isr in handler 0x%04x, after eoi 0x%04x\n", isr_in_handler, pic_read_isr());
 
     test_latch();
