@@ -527,6 +527,7 @@ static int sweep_section(struct audit *a, const struct section *sec)
     uint32_t *sync = sync_points(sec, &nsync);
     uint32_t off = 0;
     bool after_terminator = true, marked = false;
+    uint32_t call_over = 0;     /* where the last direct call went, when it skipped ahead */
 
     if (!sync)
         return audit_error("out of memory");
@@ -555,7 +556,11 @@ static int sweep_section(struct audit *a, const struct section *sec)
             uint32_t run = 1;
             while (off + run < sec->size && p[run] == 0xCC)
                 run++;
-            sweep_int3_run(a, sec, addr, addr + run, after_terminator, marked);
+            /* `call 1f; int3; 1:` stuffs the return stack buffer (the kernel's
+             * FILL_RETURN_BUFFER): the call jumps over the int3 and its return
+             * address is dropped, so the int3 only ever runs speculatively. */
+            if (call_over != addr + run)
+                sweep_int3_run(a, sec, addr, addr + run, after_terminator, marked);
             off += run;
             marked = false;
             after_terminator = true;
@@ -584,6 +589,14 @@ static int sweep_section(struct audit *a, const struct section *sec)
         }
         if (needs_report(a, &info, marked))
             report(a, sec, addr, text);
+        call_over = 0;
+        if (len == 5 && p[0] == 0xE8) {
+            int32_t rel;
+            memcpy(&rel, p + 1, 4);
+            uint32_t target = addr + 5 + (uint32_t)rel;
+            if (target > addr + 5)
+                call_over = target;
+        }
         off += (uint32_t)len;
         marked = false;
         after_terminator = info.terminator;

@@ -40,6 +40,20 @@ rewritten:
     .byte 0xcc, 0xcc, 0xcc                  /* so this int3 run before the end is padding */
     .size rewritten, . - rewritten
 
+/* Return-buffer stuffing (the kernel's FILL_RETURN_BUFFER): the call jumps
+ * over the int3, which therefore never runs. */
+    .p2align 4, 0xcc
+    .globl rsb_fill
+    .type rsb_fill, @function
+rsb_fill:
+    call 1f
+    int3
+1:  call 2f
+    int3
+2:  addl $8, %esp
+    ret
+    .size rsb_fill, . - rsb_fill
+
 /* The insert-mode marker before harmless code is itself harmless. */
     .p2align 4, 0xcc
     .globl marker_alone
