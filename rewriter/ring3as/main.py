@@ -251,8 +251,9 @@ def parse_candidates(lines, candidates, filename, first_line=0):
 
 def main(argv):
     args, inputs, mode = split_args(argv)
-    if any(a in ("--version", "-v", "--help") for a in args) and not inputs:
-        return subprocess.call([real_as(), *argv])
+    if any(a in ("--version", "-v", "--help") for a in args):
+        # Kbuild reads the real assembler's version (scripts/as-version.sh): answer as it.
+        return subprocess.call([real_as(), *[a for a in argv if not a.startswith("--ring3-mode=")]])
     sources = []
     try:
         for name in inputs or ["-"]:
