@@ -144,6 +144,13 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     uint16_t cs = (uint16_t)uc->uc_mcontext.gregs[REG_CSGSFS];
     bool in_guest = cs == HOST_CS32 && !runtime_in_stubs(rip);
 
+    if (sig == SIGTERM || sig == SIGHUP || sig == SIGINT || sig == SIGQUIT) {
+        /* Asked to stop from outside: leave the terminal as it was found. */
+        fflush(stdout);
+        console_restore();
+        fprintf(stderr, "ring3: stopped by signal %d\n", sig);
+        monitor_exit(v, 128 + sig);
+    }
     if (sig == SIGALRM) {
         events_alarm();
         if (!in_guest) {
@@ -211,7 +218,8 @@ int signals_init(struct vcpu *v)
         .restorer = (void (*)(void))(uintptr_t)r3_sigreturn,
         .mask = ~0ull,
     };
-    int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGALRM, SIGSYS};
+    int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGALRM, SIGSYS,
+                  SIGTERM, SIGHUP, SIGINT, SIGQUIT};
     for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         if (syscall(SYS_rt_sigaction, sigs[i], &sa, NULL, sizeof sa.mask))
             return -1;
