@@ -56,5 +56,4 @@ $(foreach v,plain ring3,$(foreach n,$(TG_NAMES),$(eval $(call TG_GUEST,$(v),$(n)
 testguests: $(TG_plain_ELFS)
 testguests-ring3: $(TG_ring3_ELFS)
 
-# The ring3 variant joins TEST_DEPS when ring3-as lands.
-TEST_DEPS += $(TG_plain_ELFS)
+TEST_DEPS += $(TG_plain_ELFS) $(TG_ring3_ELFS)

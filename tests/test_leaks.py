@@ -22,7 +22,9 @@ def sample(pid):
 
 @pytest.mark.parametrize("guest,append", [
     ("syscall-loop", "count=1000000"),
-    ("timer-storm", "count=1000000 hz=50000"),
+    # 10 kHz: at the guest's default 50 kHz an interrupt (about 25 us here, mostly the
+    # guest handler's segment pushes going through the gate) outlasts the period.
+    ("timer-storm", "count=1000000 hz=10000"),
 ])
 def test_no_leaks(guest, append):
     elf = BUILD / "testguests" / "ring3" / f"{guest}.elf"
