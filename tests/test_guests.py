@@ -21,7 +21,6 @@ GUEST_SRC = ROOT / "testguests"
 PLAIN = ROOT / "build" / "testguests" / "plain"
 REWRITTEN = ROOT / "build" / "testguests" / "ring3"
 RING3 = ROOT / "build" / "bin" / "ring3"
-RING3_AS = ROOT / "build" / "bin" / "ring3-as"
 
 # The isa-debug-exit device turns the guest's value V into status 2V+1; guests write 0 on success.
 STATUS_PASS = 1
@@ -123,24 +122,8 @@ def test_qemu_matches_expect(name):
     assert status == STATUS_PASS, show(out, err)
 
 
-@functools.lru_cache(maxsize=None)
-def ring3_unavailable():
-    """Why the ring3 half cannot run yet, or None. Remove once the monitor and ring3-as land."""
-    if not RING3.exists():
-        return "build/bin/ring3 does not exist yet"
-    probe = subprocess.run([str(RING3), "run", "--help"], cwd=ROOT, capture_output=True, timeout=30)
-    if probe.returncode != 0:
-        return f"`ring3 run --help` exits {probe.returncode}: the monitor cannot run guests yet"
-    if not RING3_AS.exists():
-        return "build/bin/ring3-as does not exist yet, so no rewritten guests"
-    return None
-
-
 @pytest.mark.parametrize("name", sorted(GUESTS))
 def test_ring3_matches_qemu(name):
-    reason = ring3_unavailable()
-    if reason:
-        pytest.skip(reason)
     elf = REWRITTEN / f"{name}.elf"
     if not elf.exists():
         pytest.fail(f"{elf.relative_to(ROOT)} is missing: run `make testguests-ring3`")
