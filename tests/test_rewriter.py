@@ -363,3 +363,15 @@ def test_macro_built_and_string_instructions(tmp_path):
     assert [e for e, _ in got] == ["RDMSR", "CLAC", "VERW", "MOV_FROM_CR", "MOV_TO_CR"]
     assert got[3][1] == abi.desc(reg=3, kind=1, size=2, base=7)
     assert got[4][1] == abi.desc(reg=3, kind=1, size=2, base=7)
+
+
+def test_return_buffer_stuffing_keeps_its_int3(tmp_path):
+    """`call 1f; int3; 1:` only runs the int3 speculatively: it stays (rewritten 32 times in
+    an alternative it would overflow the alternative's one-byte length); a real int3 does not."""
+    r, obj = assemble('\t.macro ALT a, b\n\t\\b\n\t.endm\n'
+                      '\tALT "", ".rept 2; call 772f; int3; 772:; .endr"\n'
+                      '\tcall 1f; int3; 1: int3\n', tmp_path)
+    assert r.returncode == 0, r.stderr
+    code = text_bytes(obj)
+    assert code[:18] == bytes.fromhex("e801000000cc") * 3
+    assert decode_site(code[18:])[0] == "INT3"

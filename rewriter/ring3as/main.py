@@ -161,7 +161,7 @@ def rewrite_lines(lines, filename, mode, args, stats=None, first_line=0):
         carried = prefix_before(statements, k)
         prefixes = (carried.prefixes if carried else []) + st.prefixes
         found = rules.lookup(mnemonic)
-        if found is None:
+        if found is None or (mnemonic == "int3" and speculation_trap(statements, k)):
             continue
         if code != "code32":
             if code == "intel":
@@ -202,6 +202,18 @@ def rewrite_lines(lines, filename, mode, args, stats=None, first_line=0):
             line = line[:start] + text + line[end:]
         lines[idx] = line
     return lines
+
+
+def speculation_trap(statements, k):
+    """`call 1f; int3; 1:` (the kernel's return-buffer stuffing): the call jumps over the
+    int3, whose return address is then dropped, so it only ever runs speculatively. It stays
+    as it is: rewritten 32 times it would overflow the one-byte length of its alternative."""
+    if k == 0 or k + 1 >= len(statements):
+        return False
+    prev, nxt = statements[k - 1], statements[k + 1]
+    target = prev.operands.strip()
+    return (prev.mnemonic == "call" and target.endswith("f") and target[:-1].isdigit()
+            and target[:-1] in nxt.labels and not statements[k].labels)
 
 
 def prefix_before(statements, k):
