@@ -375,3 +375,11 @@ def test_return_buffer_stuffing_keeps_its_int3(tmp_path):
     code = text_bytes(obj)
     assert code[:18] == bytes.fromhex("e801000000cc") * 3
     assert decode_site(code[18:])[0] == "INT3"
+
+
+def test_pushf_is_one_site(tmp_path):
+    """pushf becomes exactly pushfl and one call (the prelude must not rewrite it twice)."""
+    r, obj = assemble("\tpushf\n\tpushfl\n", tmp_path)
+    assert r.returncode == 0, r.stderr
+    slot = abi.slot_address("PUSHF").to_bytes(4, "little")
+    assert text_bytes(obj) == (b"\x9c\x2e\xff\x15" + slot) * 2

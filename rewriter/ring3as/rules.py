@@ -146,7 +146,8 @@ def r_pushf(s):
     s.nops(0)
     if s.suffix == 16:
         raise Unsupported("16-bit pushf")
-    return "pushfl; " + emit_site(Site("PUSHF"))
+    # The real pushfl as bytes: spelled `pushfl`, the prelude's macro would rewrite it again.
+    return ".byte 0x9c; " + emit_site(Site("PUSHF"))
 
 
 def r_popf(s):
