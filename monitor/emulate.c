@@ -299,18 +299,6 @@ static void enter_code(struct vcpu *v, struct seg *s, uint16_t sel, uint32_t eip
     mmu_set_cpl(v, cpl);
 }
 
-/* Data segments the outer level may not use become null (SDM vol. 3, 5.8.6). */
-static void null_inner_data_segments(struct vcpu *v, unsigned new_cpl)
-{
-    static const unsigned data_segs[] = {SREG_ES, SREG_DS, SREG_FS, SREG_GS};
-    for (unsigned i = 0; i < 4; i++) {
-        struct seg *s = &v->sreg[data_segs[i]];
-        bool conforming_code = (s->attr & 0x1C) == 0x1C;
-        if ((s->sel & ~3u) && !conforming_code && ((s->attr >> 5) & 3) < new_cpl)
-            seg_set(v, data_segs[i], 0, NULL);
-    }
-}
-
 /* A far call or jump through a 32-bit call gate (SDM vol. 3, 5.8.4-5.8.5):
  * a call to a more privileged non-conforming segment switches to the stack
  * the TSS names for that level and copies the gate's parameter count. */
@@ -340,10 +328,9 @@ static void through_call_gate(struct vcpu *v, uint64_t gate, uint16_t gate_sel, 
         for (unsigned i = 0; i < params; i++)
             args[i] = stack_peek(v, 4 * i, 4);
         uint32_t new_esp = mmu_read32(v, v->tr.base + 4 + 8 * dpl, true);
-        uint16_t new_ss = (uint16_t)mmu_read32(v, v->tr.base + 8 + 8 * dpl, true);
         unsigned old_cpl = v->cpl;
+        seg_load_at_cpl(v, SREG_SS, (uint16_t)mmu_read32(v, v->tr.base + 8 + 8 * dpl, true), dpl);
         v->cpl = dpl;
-        seg_load(v, SREG_SS, new_ss);
         r[REG_ESP] = new_esp;
         stack_push(v, old_ss, 4);
         stack_push(v, old_esp, 4);
@@ -438,21 +425,9 @@ static void lret(struct vcpu *v, uint32_t desc)
         return;
     }
     uint32_t new_esp = stack_peek(v, 2 * bytes + extra, bytes);
-    uint16_t new_ss = (uint16_t)stack_peek(v, 3 * bytes + extra, bytes);
-    unsigned old_cpl = v->cpl;
-    v->cpl = rpl;
-    jmp_buf jb, *outer = v->fault_jmp;
-    v->fault_jmp = &jb;
-    if (setjmp(jb)) {
-        v->cpl = old_cpl;
-        v->fault_jmp = outer;
-        vcpu_raise(v, (unsigned)v->pending_vector, v->pending_error);
-    }
-    seg_load(v, SREG_SS, new_ss);
-    v->fault_jmp = outer;
-    v->cpl = old_cpl;
+    seg_load_at_cpl(v, SREG_SS, (uint16_t)stack_peek(v, 3 * bytes + extra, bytes), rpl);
     regs(v)[REG_ESP] = new_esp + extra;
-    null_inner_data_segments(v, rpl);
+    seg_null_inaccessible(v, rpl);
     enter_code(v, &s, sel, eip, rpl);
 }
 

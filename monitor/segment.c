@@ -178,3 +178,30 @@ void seg_reset_flat(struct vcpu *v, uint16_t cs, uint16_t ds)
             seg_set(v, i, ds, &data);
     v->sh->sel[SREG_CS] = HOST_CS32;
 }
+
+void seg_load_at_cpl(struct vcpu *v, unsigned sreg, uint16_t selector, unsigned cpl)
+{
+    unsigned old = v->cpl;
+    jmp_buf jb, *outer = v->fault_jmp;
+    v->cpl = cpl;
+    v->fault_jmp = &jb;
+    if (setjmp(jb)) {
+        v->cpl = old;
+        v->fault_jmp = outer;
+        vcpu_raise(v, (unsigned)v->pending_vector, v->pending_error);
+    }
+    seg_load(v, sreg, selector);
+    v->fault_jmp = outer;
+    v->cpl = old;
+}
+
+void seg_null_inaccessible(struct vcpu *v, unsigned cpl)
+{
+    static const unsigned data_segs[] = {SREG_ES, SREG_DS, SREG_FS, SREG_GS};
+    for (unsigned i = 0; i < 4; i++) {
+        struct seg *s = &v->sreg[data_segs[i]];
+        bool conforming_code = (s->attr & 0x1C) == 0x1C;
+        if ((s->sel & ~3u) && !conforming_code && dpl_of(s) < cpl)
+            seg_set(v, data_segs[i], 0, NULL);
+    }
+}

@@ -99,11 +99,7 @@ static void deliver(struct vcpu *v, unsigned vector, int error, enum delivery ho
         if (v->tr.limit < 9)
             vcpu_raise(v, VEC_TS, (v->tr.sel & ~3u) | (unsigned)ext);
         esp = mmu_read32(v, v->tr.base + 4, true);
-        uint16_t ss0 = (uint16_t)mmu_read32(v, v->tr.base + 8, true);
-        unsigned saved_cpl = v->cpl;
-        v->cpl = new_cpl;
-        seg_load(v, SREG_SS, ss0);
-        v->cpl = saved_cpl;
+        seg_load_at_cpl(v, SREG_SS, (uint16_t)mmu_read32(v, v->tr.base + 8, true), new_cpl);
         push32(v, &esp, old_ss);
         push32(v, &esp, old_esp);
     }
@@ -216,27 +212,9 @@ void vcpu_iret(struct vcpu *v)
         /* Return to an outer level: ESP and SS follow (SDM vol. 2, IRET). */
         uint32_t new_esp = mmu_read32(v, ss_base + esp + 12, v->cpl == 0);
         uint16_t new_ss = (uint16_t)mmu_read32(v, ss_base + esp + 16, v->cpl == 0);
-        unsigned old_cpl = v->cpl;
-        v->cpl = rpl;
-        jmp_buf jb, *outer = v->fault_jmp;
-        v->fault_jmp = &jb;
-        if (setjmp(jb)) {
-            v->cpl = old_cpl;
-            v->fault_jmp = outer;
-            vcpu_raise(v, (unsigned)v->pending_vector, v->pending_error);
-        }
-        seg_load(v, SREG_SS, new_ss);
-        v->fault_jmp = outer;
-        v->cpl = old_cpl;
+        seg_load_at_cpl(v, SREG_SS, new_ss, rpl);
         sh->regs[REG_ESP] = new_esp;
-        /* Data segments the outer level may not use become null (SDM vol. 3, 5.10). */
-        static const unsigned data_segs[] = {SREG_ES, SREG_DS, SREG_FS, SREG_GS};
-        for (unsigned i = 0; i < 4; i++) {
-            struct seg *s = &v->sreg[data_segs[i]];
-            bool conforming_code = (s->attr & 0x1C) == 0x1C;
-            if (s->sel & ~3u && !conforming_code && ((s->attr >> 5) & 3) < rpl)
-                seg_set(v, data_segs[i], 0, NULL);
-        }
+        seg_null_inaccessible(v, rpl);
     }
     load_eflags(v, flags, v->cpl);
     cs.sel = sel;

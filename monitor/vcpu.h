@@ -139,6 +139,14 @@ void vcpu_check_interrupts(struct vcpu *v);
  * raises #GP, #SS or #NP as the hardware would. */
 void seg_load(struct vcpu *v, unsigned sreg, uint16_t selector);
 
+/* seg_load with the checks made for privilege level (cpl), as a far return
+ * or an interrupt does for the stack of the level it moves to. */
+void seg_load_at_cpl(struct vcpu *v, unsigned sreg, uint16_t selector, unsigned cpl);
+
+/* On a return to outer level (cpl), data segment registers that level may
+ * not use become null (SDM vol. 3, 5.8.6; vol. 2, IRET and RET). */
+void seg_null_inaccessible(struct vcpu *v, unsigned cpl);
+
 /* Set segment register (sreg) without checks, e.g. from a loader or iret. */
 void seg_set(struct vcpu *v, unsigned sreg, uint16_t selector, const struct seg *cache);
 
