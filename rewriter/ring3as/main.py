@@ -263,6 +263,8 @@ def parse_candidates(lines, candidates, filename, first_line=0):
 
 def main(argv):
     args, inputs, mode = split_args(argv)
+    if "--64" in args:
+        mode = "off"        # Kconfig's probes of 64-bit instructions: nothing here is guest code
     if any(a in ("--version", "-v", "--help") for a in args):
         # Kbuild reads the real assembler's version (scripts/as-version.sh): answer as it.
         return subprocess.call([real_as(), *[a for a in argv if not a.startswith("--ring3-mode=")]])
@@ -288,8 +290,8 @@ def main(argv):
             return 1
         if mode != "off" and "--64" not in args and not re.search(r"\.code(16|64)", text):
             out.append(prelude(mode))
-        if name != "{standard input}":
-            out.append(f'# 1 "{name}"')
+        # The prelude takes a line: a line marker gives the input its own numbers back.
+        out.append(f'# 1 "{name}"')
         out.append("\n".join(lines))
     if stats:
         with open(os.environ["RING3_AS_STATS"], "a") as f:
