@@ -5,13 +5,11 @@
 #include "vcpu.h"
 
 #define MSR_TSC           0x10
-#define MSR_APIC_BASE     0x1B
 #define MSR_SYSENTER_CS   0x174
 #define MSR_SYSENTER_ESP  0x175
 #define MSR_SYSENTER_EIP  0x176
 #define MSR_MISC_ENABLE   0x1A0
 #define MSR_PAT           0x277
-#define MSR_TSC_AUX       0xC0000103
 
 /* Leaf 1 EDX (SDM vol. 2, CPUID, Table 3-11): keep FPU, PSE, TSC, MSR, CX8,
  * SEP, PGE, CMOV, PAT, CLFSH, MMX, FXSR, SSE, SSE2. Hidden: VME, DE, PAE, MCE,
@@ -90,6 +88,4 @@ void cpu_reset_msrs(struct vcpu *v)
 {
     v->msr_misc[0] = 0x0007040600070406ull;     /* the PAT's power-up value */
     v->msr_misc[1] = 1;                         /* fast strings enabled */
-    (void)MSR_APIC_BASE;
-    (void)MSR_TSC_AUX;
 }

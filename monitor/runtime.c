@@ -17,7 +17,7 @@ struct r3_blob_header {
 extern const char r3_blob[], r3_blob_end[];
 uint64_t r3_monitor_fsbase;
 
-static uint32_t blob_gate_off, blob_gate_end, blob_exit_off;
+static uint32_t blob_gate_end, blob_exit_off;
 
 static uint64_t read_fsbase(void)
 {
@@ -58,7 +58,6 @@ int runtime_install(runtime_gate_fn gate)
     table[R3_E_STI] = R3_CODE + h->sti_off;
     table[R3_E_PUSHF] = R3_CODE + h->pushf_off;
     table[R3_E_POPF] = R3_CODE + h->popf_off;
-    blob_gate_off = h->gate_off;
     blob_gate_end = h->gate_off + R3_ENTRY_COUNT * h->gate_size;
     blob_exit_off = h->exit_off;
 
@@ -84,9 +83,4 @@ _Noreturn void runtime_enter_guest(void)
 int runtime_in_stubs(uint64_t rip)
 {
     return rip >= R3_CODE && rip < R3_CODE + blob_gate_end;
-}
-
-int runtime_in_gate(uint64_t rip)
-{
-    return rip >= R3_CODE + blob_gate_end && rip < (uint64_t)R3_RUNTIME_BASE + R3_RUNTIME_SIZE;
 }

@@ -19,9 +19,8 @@ int runtime_install(runtime_gate_fn gate);
 /* Enters the guest with the state in the shared page; does not return. */
 _Noreturn void runtime_enter_guest(void);
 
-/* Whether a host RIP lies in the 32-bit stubs / the 64-bit gate of the blob. */
+/* Whether a host RIP lies in the blob's 32-bit stubs. */
 int runtime_in_stubs(uint64_t rip);
-int runtime_in_gate(uint64_t rip);
 
 /* The monitor's own FS base (glibc TLS), reinstated on every entry. */
 extern uint64_t r3_monitor_fsbase;

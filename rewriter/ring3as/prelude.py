@@ -11,7 +11,7 @@ int3 is left out: the kernel's return-buffer stuffing builds `call 1f; int3;
 those int3s only run speculatively. A real int3 still works unrewritten: the
 host raises SIGTRAP, which the monitor delivers as the guest's #BP.
 """
-from . import abi, rules
+from . import rules
 
 # mnemonic spellings -> (entry, encoding of the original instruction for insert mode)
 OPERANDLESS = {
@@ -64,6 +64,3 @@ def prelude(mode):
         parts.append(REG_SITE)
     return "; ".join(parts)
 
-
-def slot(entry):
-    return f"{abi.slot_address(entry):#x}"

@@ -29,10 +29,6 @@ class Statement:
     operands: str = ""      # the operand text, stripped
     directive: bool = False  # a '.xxx' directive or an assignment
 
-    @property
-    def text(self):
-        return self.operands
-
 
 def _spans(line, in_comment):
     """Yields (start, end) of each statement of a line and the /* */ state after it.
