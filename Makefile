@@ -8,7 +8,7 @@ B        := build
 BIN      := $(B)/bin
 PYTHON   := /usr/bin/python3
 CC       := gcc
-CFLAGS   := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -Iinclude -Imonitor -Ihw
+CFLAGS   := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -Iinclude -Imonitor -Iboot -Ihw
 JOBS     ?= $(shell nproc)
 
 # Debian packages, installed when missing (tools/install-deps.sh is idempotent and quick when done).
@@ -17,10 +17,16 @@ DEPS := gcc gcc-multilib binutils make python3 python3-pytest python3-capstone l
         bison flex bc libelf-dev libssl-dev cpio xz-utils
 
 .PHONY: all deps test run bench clean
-all: deps $(BIN)/ring3 $(BIN)/ring3-as
+all: $(BIN)/ring3 $(BIN)/ring3-as
 
+# Installed while the Makefile is read, so that no rule (even under -j) runs before its tools
+# are there. Quick when everything is present.
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+ifneq ($(shell tools/install-deps.sh $(DEPS) >&2; echo $$?),0)
+$(error tools/install-deps.sh failed; see the lines above)
+endif
+endif
 deps:
-	@tools/install-deps.sh $(DEPS)
 
 # Each mk/<part>.mk adds the targets its tests need to TEST_DEPS.
 TEST_DEPS :=

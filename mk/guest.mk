@@ -14,7 +14,7 @@ GUEST_SRC     := $(B)/linux-6.12
 GUEST_DIR     := $(B)/guest
 GUEST_FRAG    := guest/linux/ring3.config
 GUEST_ALLOW   := guest/linux/audit-allow.txt
-# Applied in order after unpacking (the guest-constants patch; none yet).
+# Applied in order after unpacking: the guest-constants patch (constants only; see each hunk).
 GUEST_PATCHES := $(sort $(wildcard guest/linux/patches/*.patch))
 
 # The compiler of each variant: gcc -B makes gcc run build/asbin/as, which is ring3-as.
@@ -33,7 +33,8 @@ $(GUEST_SRC)/.ring3-unpacked: $(GUEST_TARBALL) $(GUEST_PATCHES)
 	rm -rf $(GUEST_SRC) $(GUEST_SRC).tmp $(GUEST_DIR)/rewritten $(GUEST_DIR)/plain
 	mkdir -p $(GUEST_SRC).tmp
 	tar -xJf $< -C $(GUEST_SRC).tmp --strip-components=1
-	for p in $(GUEST_PATCHES); do patch -d $(GUEST_SRC).tmp -p1 --no-backup-if-mismatch < $$p || exit 1; done
+	for p in $(GUEST_PATCHES); do patch -s -d $(GUEST_SRC).tmp -p1 --no-backup-if-mismatch < $$p || exit 1; done
+	@echo "guest-constants patch: $$(cat /dev/null $(GUEST_PATCHES) | grep -c '^[-+][^-+]') changed lines in $(words $(GUEST_PATCHES)) file(s)"
 	mv $(GUEST_SRC).tmp $(GUEST_SRC)
 	touch $@
 
@@ -50,8 +51,10 @@ $(GUEST_DIR)/$(1)/.ring3-config: $(GUEST_SRC)/.ring3-unpacked $(GUEST_FRAG) gues
 	guest/linux/check-config.sh $(GUEST_FRAG) $$(@D)/.config
 	touch $$@
 
+# vmlinux and bzImage (what `qemu -kernel` takes; its decompressor goes through the same CC).
 $(GUEST_DIR)/$(1)/vmlinux: $(GUEST_DIR)/$(1)/.ring3-config guest-force
-	+$$(call guest_kmake,$(1)) vmlinux
+	+$$(call guest_kmake,$(1)) vmlinux bzImage
+$(GUEST_DIR)/$(1)/arch/x86/boot/bzImage: $(GUEST_DIR)/$(1)/vmlinux
 endef
 
 # The rewritten build. Kbuild does not know that the assembler changed, so a new ring3-as
@@ -68,6 +71,10 @@ $(GUEST_DIR)/vmlinux: $(GUEST_DIR)/rewritten/vmlinux
 	ln -f $< $@
 $(GUEST_DIR)/vmlinux-plain: $(GUEST_DIR)/plain/vmlinux
 	ln -f $< $@
+$(GUEST_DIR)/bzImage: $(GUEST_DIR)/rewritten/arch/x86/boot/bzImage
+	ln -f $< $@
+$(GUEST_DIR)/bzImage-plain: $(GUEST_DIR)/plain/arch/x86/boot/bzImage
+	ln -f $< $@
 
 # The audit lists every sensitive instruction left unrewritten; the build fails unless none is.
 $(GUEST_DIR)/audit.txt: $(GUEST_DIR)/vmlinux $(BIN)/ring3 $(GUEST_ALLOW)
@@ -75,10 +82,10 @@ $(GUEST_DIR)/audit.txt: $(GUEST_DIR)/vmlinux $(BIN)/ring3 $(GUEST_ALLOW)
 	grep -qw '0 unrewritten sensitive instructions' $@.tmp || { cat $@.tmp; rm -f $@.tmp; exit 1; }
 	mv $@.tmp $@
 
-guest-kernel: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit.txt
+guest-kernel: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit.txt $(GUEST_DIR)/bzImage
 	@grep -w 'unrewritten sensitive instructions' $(GUEST_DIR)/audit.txt
 
-guest-kernel-plain: $(GUEST_DIR)/vmlinux-plain
+guest-kernel-plain: $(GUEST_DIR)/vmlinux-plain $(GUEST_DIR)/bzImage-plain
 
 # Enable once ring3-as and `ring3 audit` exist (tests/test_guest_kernel.py needs them):
 TEST_DEPS += guest-kernel

@@ -46,6 +46,17 @@ void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
         }
         break;
     case 0xD:
+        if (sub == 0) {
+            /* The guest's XCR0 is the host's: xsetbv is not the guest's to change, and the
+             * XSAVE its kernel runs natively saves what the host's XCR0 enables. So offer
+             * exactly that mask, and the size of its save area (SDM vol. 1, 13.2). */
+            uint32_t lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            uint64_t xcr0 = lo | (uint64_t)hi << 32;
+            out[0] = (uint32_t)xcr0;
+            out[3] = (uint32_t)(xcr0 >> 32);
+            out[2] = out[1];
+        }
         if (sub == 1)
             out[0] &= ~(1u << 3);   /* XSAVES: a CPL-0 instruction, not emulated */
         break;

@@ -644,6 +644,13 @@ void emulate_gate(void)
         vcpu_take_exception(v);
         goto out;
     }
+    if (v->cpl == 3) {
+        /* The trampoline saved the real selectors and bases in the shared page. */
+        uint16_t real[6];
+        for (unsigned i = 0; i < 6; i++)
+            real[i] = (uint16_t)sh->sel[i];
+        seg_sync_user(v, real, sh->fsbase, sh->gsbase);
+    }
     uint32_t esp = sh->regs[REG_ESP], base = v->sreg[SREG_SS].base;
     uint32_t ret = mmu_read32(v, base + esp, false);
     uint32_t desc = words ? mmu_read32(v, base + esp + 4, false) : 0;

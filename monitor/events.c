@@ -148,9 +148,13 @@ void events_wait(struct vcpu *v)
                 return;         /* the caller delivers it */
         }
         if (!v->sh->vif) {
-            fflush(stdout);
-            console_restore();
-            fprintf(stderr, "ring3: the guest halted with interrupts disabled; nothing can wake it\n");
+            /* Linux powers off (and halts) so: with no power-off device, every CPU stops in
+             * hlt with interrupts disabled (native_machine_halt). */
+            if (!v->booting_linux) {
+                fflush(stdout);
+                console_restore();
+                fprintf(stderr, "ring3: the guest halted with interrupts disabled; nothing can wake it\n");
+            }
             monitor_exit(v, 0);
         }
         uint64_t now = events_now(), when = platform_next_deadline(v->plat, now);

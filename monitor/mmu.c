@@ -300,6 +300,8 @@ void mmu_set_cpl(struct vcpu *v, unsigned cpl)
 {
     if (cpl > v->cpl)
         unmap_where(v, is_privileged, false);
+    if (cpl == 3 && !v->first_user_ns)
+        v->first_user_ns = events_now();
     v->cpl = cpl;
 }
 

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "guestmem.h"
@@ -17,6 +18,8 @@ enum {
     OPT_TRACE,
     OPT_TRACE_FILE,
     OPT_VERSION,
+    OPT_CMD,
+    OPT_TIME,
 };
 
 /* getopt_long_only also takes each of these with a single dash, as qemu
@@ -27,26 +30,66 @@ static const struct option long_options[] = {
     { "serial",     required_argument, NULL, OPT_SERIAL },
     { "trace",      no_argument,       NULL, OPT_TRACE },
     { "trace-file", required_argument, NULL, OPT_TRACE_FILE },
+    { "cmd",        required_argument, NULL, OPT_CMD },
+    { "time",       no_argument,       NULL, OPT_TIME },
     { "help",       no_argument,       NULL, 'h' },
     { "version",    no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
 };
 
+/* build/bin/ring3 -> build/guest/(name), or "" when this executable's path is unknown. */
+static const char *build_file(char *buf, size_t size, const char *name)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash;
+
+    if (n <= 0)
+        return "";
+    exe[n] = '\0';
+    for (int up = 0; up < 2; up++) {
+        if (!(slash = strrchr(exe, '/')))
+            return "";
+        *slash = '\0';
+    }
+    snprintf(buf, size, "%s/guest/%s", exe, name);
+    return buf;
+}
+
+const char *options_default_kernel(void)
+{
+    static char path[4200];
+    return build_file(path, sizeof path, "bzImage");
+}
+
+const char *options_default_initrd(void)
+{
+    static char path[4200];
+    return build_file(path, sizeof path, "initramfs.cpio.gz");
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: ring3 run [options] KERNEL\n"
-            "Runs the i386 kernel KERNEL (an ELF: vmlinux, or a Multiboot kernel) as this process.\n"
+            "usage: ring3 run [options] [KERNEL]\n"
+            "Runs the i386 kernel KERNEL as this process: a Linux bzImage or vmlinux (built with\n"
+            "ring3-as), or a Multiboot ELF. Without KERNEL: the default Linux and initramfs,\n"
+            "  %s\n  %s\n"
             "\n"
             "  -m SIZE              guest memory, 16M to 2G (default 256M; a plain number is MiB)\n"
-            "  --append CMDLINE     kernel command line\n"
-            "  --initrd FILE        initial ramdisk (a Multiboot module for Multiboot kernels)\n"
+            "  --append CMDLINE     kernel command line (Linux: added to ring3's default one)\n"
+            "  --initrd FILE        initial ramdisk (a Multiboot module for Multiboot kernels);\n"
+            "                       alone, it replaces the default initramfs and keeps the kernel\n"
+            "  --cmd 'COMMAND'      boot the default Linux, run COMMAND in its shell with output\n"
+            "                       on stdout, power off, and exit with COMMAND's status\n"
+            "  --time               at exit, print the time to the first guest process and in all\n"
             "  --serial stdio|file:PATH\n"
             "                       where the serial console goes (default stdio)\n"
             "  --trace              log every emulated event to stderr\n"
             "  --trace-file PATH    log them to PATH instead (implies --trace)\n"
             "  --help, --version\n"
-            "Options may also be written with one dash (-append, -initrd), as qemu does.\n");
+            "Options may also be written with one dash (-append, -initrd), as qemu does.\n",
+            options_default_kernel(), options_default_initrd());
 }
 
 /* Multiply a saturating 128-bit value, so that absurd sizes stay absurd. */
@@ -152,7 +195,7 @@ static int bad_option(int c, char **argv)
     }
     if (c == ':')
         fprintf(stderr, "ring3: option '%s' needs an argument; try 'ring3 run --help'\n", name);
-    else if (optopt == OPT_TRACE || optopt == OPT_VERSION || optopt == 'h')
+    else if (optopt == OPT_TRACE || optopt == OPT_TIME || optopt == OPT_VERSION || optopt == 'h')
         fprintf(stderr, "ring3: option '%s' takes no argument; try 'ring3 run --help'\n", name);
     else
         fprintf(stderr, "ring3: unknown option '%s'; try 'ring3 run --help'\n", name);
@@ -180,6 +223,8 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_SERIAL: err = parse_serial(optarg, o); break;
         case OPT_TRACE: o->trace = true; break;
         case OPT_TRACE_FILE: o->trace = true; o->trace_file = optarg; break;
+        case OPT_CMD: o->cmd = optarg; break;
+        case OPT_TIME: o->time = true; break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
         default: return bad_option(c, argv);
@@ -188,9 +233,16 @@ int options_parse(int argc, char **argv, struct r3_options *o)
             return err;
     }
     if (optind >= argc) {
-        fprintf(stderr, "ring3: no kernel given; usage: ring3 run [options] KERNEL "
-                "(try 'ring3 run --help')\n");
-        return 2;
+        o->kernel = options_default_kernel();
+        o->kernel_default = true;
+        if (!o->initrd)
+            o->initrd = options_default_initrd();
+        if (access(o->kernel, R_OK) || access(o->initrd, R_OK)) {
+            fprintf(stderr, "ring3: the default kernel '%s' or initramfs '%s' is not built; "
+                    "run 'make' first, or pass a KERNEL\n", o->kernel, o->initrd);
+            return 2;
+        }
+        return OPTIONS_RUN;
     }
     if (optind + 1 < argc) {
         fprintf(stderr, "ring3: unexpected argument '%s' after the kernel '%s'; "

@@ -22,7 +22,15 @@ struct r3_options {
     const char *serial_path;    /* --serial file:PATH: the PATH, else NULL */
     bool trace;                 /* --trace: log every emulated event */
     const char *trace_file;     /* --trace-file: log there, NULL = stderr */
+    const char *cmd;            /* --cmd: a shell command to run in the guest, NULL for none */
+    bool time;                  /* --time: report boot and total time at exit */
+    bool kernel_default;        /* no KERNEL given: the default kernel and initramfs */
 };
+
+/* The default kernel and initramfs, found from this executable's place in
+ * the build tree (build/bin/ring3 -> build/guest/...); "" when unknown. */
+const char *options_default_kernel(void);
+const char *options_default_initrd(void);
 
 /* Parse (argc, argv) of `ring3 run` (argv[0] is "run") into (o). Returns
  * OPTIONS_RUN when the guest should be run, or else the process exit status:

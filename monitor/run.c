@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "guestmem.h"
+#include "guest_console.h"
 #include "loader.h"
 #include "options.h"
 #include "runtime.h"
@@ -20,18 +21,33 @@ static FILE *serial_out;
 static void serial_tx(void *opaque, uint8_t byte)
 {
     (void)opaque;
-    fputc(byte, serial_out);
+    guest_console_putc(byte);
     if (byte == '\n' || serial_out != stdout)
         fflush(serial_out);
 }
 
+static double seconds_since(uint64_t t0)
+{
+    return (double)(events_now() - t0) / 1e9;
+}
+
 _Noreturn void monitor_exit(struct vcpu *v, int status)
 {
-    (void)v;
-    if (serial_out)
-        fflush(serial_out);
+    guest_console_flush();
     fflush(stdout);
     console_restore();
+    if (v->booting_linux && status == 0 && guest_console_cmd_mode() &&
+        !guest_console_cmd_status(&status)) {
+        fprintf(stderr, "ring3: the guest stopped before the command finished\n");
+        status = 1;
+    }
+    if (v->report_time) {
+        if (v->first_user_ns)
+            fprintf(stderr, "ring3: %.3f s to the first guest process, %.3f s in all\n",
+                    (double)(v->first_user_ns - v->start_ns) / 1e9, seconds_since(v->start_ns));
+        else
+            fprintf(stderr, "ring3: no guest process ran; %.3f s in all\n", seconds_since(v->start_ns));
+    }
     exit(status);
 }
 
@@ -44,6 +60,9 @@ static void start_state(struct vcpu *v, const struct boot_state *bs)
     memset(sh->regs, 0, sizeof sh->regs);
     sh->regs[REG_EAX] = bs->eax;
     sh->regs[REG_EBX] = bs->ebx;
+    sh->regs[REG_ESI] = bs->esi;
+    v->gdtr.base = bs->gdt_base;
+    v->gdtr.limit = bs->gdt_limit;
     sh->regs[REG_ESP] = bs->esp;
     sh->eip = bs->entry;
     sh->eflags = 0x202;              /* real IF stays set; the guest's is virtual */
@@ -57,23 +76,40 @@ int run_main(int argc, char **argv)
     struct r3_options o;
     struct boot_state bs;
     struct vcpu *v = &the_vcpu;
+    uint8_t *cmd_archive = NULL;
+    size_t cmd_len = 0;
+    char *append;
+    v->start_ns = events_now();
     int r = options_parse(argc, argv, &o);
     if (r != OPTIONS_RUN)
         return r;
     if ((r = guestmem_init(&gm, o.mem_size)))
         return r;
-    if ((r = loader_load(&gm, o.kernel, o.append, o.initrd, &bs)))
-        return r;
-    if (!bs.multiboot) {
-        fprintf(stderr, "ring3: '%s' has no Multiboot header; booting Linux through its own boot "
-                "protocol is not supported yet\n", o.kernel);
-        return 2;
-    }
     serial_out = stdout;
     if (o.serial == R3_SERIAL_FILE && !(serial_out = fopen(o.serial_path, "w"))) {
         fprintf(stderr, "ring3: cannot open serial file '%s': %s\n", o.serial_path, strerror(errno));
         return 2;
     }
+    if (guest_console_init(serial_out, o.cmd, &cmd_archive, &cmd_len)) {
+        fprintf(stderr, "ring3: cannot prepare --cmd: %s\n", strerror(errno));
+        return 1;
+    }
+    /* --cmd keeps the kernel's own messages off the console the command prints to. */
+    if (asprintf(&append, "%s%s", o.cmd ? "quiet " : "", o.append) < 0) {
+        fprintf(stderr, "ring3: out of memory\n");
+        return 1;
+    }
+    if ((r = loader_load(&gm, o.kernel, append, o.initrd, cmd_archive, cmd_len, &bs)))
+        return r;
+    free(cmd_archive);
+    free(append);
+    if (o.cmd && !bs.linux_boot) {
+        fprintf(stderr, "ring3: --cmd needs a Linux kernel with ring3's initramfs; '%s' is a "
+                "Multiboot kernel\n", o.kernel);
+        return 2;
+    }
+    v->booting_linux = bs.linux_boot;
+    v->report_time = o.time;
     if (o.trace) {
         v->trace = o.trace_file ? fopen(o.trace_file, "w") : stderr;
         if (!v->trace) {

@@ -75,11 +75,56 @@ static void mark_accessed(struct vcpu *v, uint16_t selector, struct seg *s)
     }
 }
 
+/* The guest's TLS descriptors (GDT entries 12-14, by the guest-constants
+ * patch) live in the same entries of the host's GDT, which set_thread_area
+ * fills, so that a TLS selector guest user code loads itself (glibc's %gs)
+ * means there what it means in the guest. Returns false for a descriptor
+ * set_thread_area does not take (only 32-bit data segments). */
+#define TLS_FIRST 12
+#define TLS_COUNT 3
+static struct seg tls_synced[TLS_COUNT];
+static bool tls_valid[TLS_COUNT];
+
+static bool is_tls_selector(uint16_t sel)
+{
+    return !(sel & 4) && (sel >> 3) >= TLS_FIRST && (sel >> 3) < TLS_FIRST + TLS_COUNT;
+}
+
+static bool tls_sync(struct vcpu *v, const struct seg *s)
+{
+    unsigned i = (s->sel >> 3) - TLS_FIRST;
+    struct user_desc d;
+
+    if ((s->attr & (ATTR_S | ATTR_CODE)) != ATTR_S || !(s->attr & ATTR_DB))
+        return false;
+    if (tls_valid[i] && tls_synced[i].base == s->base && tls_synced[i].limit == s->limit &&
+        (tls_synced[i].attr | 1) == (s->attr | 1))
+        return true;
+    memset(&d, 0, sizeof d);
+    d.entry_number = TLS_FIRST + i;
+    d.base_addr = s->base;
+    d.limit_in_pages = (s->attr & ATTR_G) ? 1 : 0;
+    d.limit = d.limit_in_pages ? s->limit >> 12 : s->limit;
+    d.seg_32bit = 1;
+    d.contents = (s->attr & ATTR_CONF) ? 1 : 0;
+    d.read_exec_only = (s->attr & ATTR_RW) ? 0 : 1;
+    d.seg_not_present = (s->attr & ATTR_P) ? 0 : 1;
+    d.useable = (s->attr >> 12) & 1;
+    if (syscall(SYS_set_thread_area, &d) != 0)
+        return false;
+    tls_synced[i] = *s;
+    tls_valid[i] = true;
+    TRACE(v, "TLS entry %u base %08x limit %08x", TLS_FIRST + i, s->base, s->limit);
+    return true;
+}
+
 /* The host selector that gives guest segment (s) its base and limit. */
 static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s)
 {
     if ((s->sel & ~3u) == 0 && sreg != SREG_SS && sreg != SREG_CS)
         return 0;
+    if (sreg != SREG_SS && sreg != SREG_CS && is_tls_selector(s->sel) && tls_sync(v, s))
+        return s->sel | 3;
     bool expand_down = !(s->attr & ATTR_CODE) && (s->attr & ATTR_CONF);
     if (s->base == 0 && s->limit == 0xFFFFFFFFu && !expand_down)
         return sreg == SREG_CS ? HOST_CS32 : HOST_DS;
@@ -108,7 +153,7 @@ void seg_set(struct vcpu *v, unsigned sreg, uint16_t selector, const struct seg 
     s.sel = selector;
     v->sreg[sreg] = s;
     if (sreg != SREG_CS)
-        v->sh->sel[sreg] = host_selector(v, sreg, &s);
+        v->host_sel[sreg] = v->sh->sel[sreg] = host_selector(v, sreg, &s);
     /* Loading FS or GS sets its base, which the way back to the guest writes
      * with wrfsbase/wrgsbase after the selector. */
     if (sreg == SREG_FS)
@@ -203,5 +248,31 @@ void seg_null_inaccessible(struct vcpu *v, unsigned cpl)
         bool conforming_code = (s->attr & 0x1C) == 0x1C;
         if ((s->sel & ~3u) && !conforming_code && dpl_of(s) < cpl)
             seg_set(v, data_segs[i], 0, NULL);
+    }
+}
+
+void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint64_t gsbase)
+{
+    static const unsigned data_segs[] = {SREG_ES, SREG_DS, SREG_FS, SREG_GS};
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned r = data_segs[i];
+        uint16_t sel = real[r];
+        struct seg s = {.sel = sel};
+        uint64_t raw;
+
+        if (sel == v->host_sel[r])
+            continue;
+        /* Guest user code loaded a selector itself: the host accepted it, so
+         * it is one the guest GDT gives the same meaning (the flat user
+         * segments, a TLS entry), or null. */
+        if ((sel & ~3u) && seg_read_descriptor(v, sel, &raw))
+            seg_decode(raw, sel, &s);
+        v->sreg[r] = s;
+        v->host_sel[r] = v->sh->sel[r] = sel;
+        if (r == SREG_FS)
+            v->sh->fsbase = fsbase;
+        if (r == SREG_GS)
+            v->sh->gsbase = gsbase;
+        TRACE(v, "user loaded segment %u <- %04x", r, sel);
     }
 }

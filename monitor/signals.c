@@ -72,6 +72,21 @@ static void shared_to_context(struct vcpu *v, ucontext_t *uc)
     __asm__ volatile("mov %0, %%ds; mov %1, %%es" : : "r"(v->sh->sel[SREG_DS]), "r"(v->sh->sel[SREG_ES]));
 }
 
+/* Guest user code may have loaded DS, ES, FS or GS itself. The host's signal
+ * delivery leaves all four selectors and the GS base as the guest had them;
+ * r3_signal_entry handed over the FS base. */
+static void sync_user_segments(struct vcpu *v, uint64_t fsbase)
+{
+    uint16_t real[6] = {0};
+    uint64_t gsbase;
+    __asm__ volatile("mov %%es, %0" : "=r"(real[SREG_ES]));
+    __asm__ volatile("mov %%ds, %0" : "=r"(real[SREG_DS]));
+    __asm__ volatile("mov %%fs, %0" : "=r"(real[SREG_FS]));
+    __asm__ volatile("mov %%gs, %0" : "=r"(real[SREG_GS]));
+    __asm__ volatile("rdgsbase %0" : "=r"(gsbase));
+    seg_sync_user(v, real, fsbase, gsbase);
+}
+
 /* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1). */
 static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucontext_t *uc)
 {
@@ -177,6 +192,8 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
 
     v->sh->fsbase = interrupted_fsbase;
     context_to_shared(v, uc);
+    if (v->cpl == 3)
+        sync_user_segments(v, interrupted_fsbase);
     memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
     v->fault_eip = v->sh->eip;
     v->fault_esp = v->sh->regs[REG_ESP];

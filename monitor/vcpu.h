@@ -74,6 +74,7 @@ struct vcpu {
     uint32_t dr[8];
     struct { uint32_t base; uint16_t limit; } gdtr, idtr;
     struct seg sreg[6];             /* es cs ss ds fs gs */
+    uint16_t host_sel[6];           /* the host selector each was last loaded with */
     struct seg ldtr, tr;
     unsigned cpl;                   /* virtual CPL: 0 kernel, 3 user */
     uint32_t iopl;                  /* virtual EFLAGS.IOPL bits */
@@ -91,6 +92,9 @@ struct vcpu {
     FILE *trace;                    /* --trace log, or NULL */
     bool exit_requested;
     int exit_status;
+    bool booting_linux;             /* Linux boot protocol: hlt with IF clear is its power-off */
+    bool report_time;               /* --time */
+    uint64_t start_ns, first_user_ns;   /* monitor start; first entry to CPL 3 */
 };
 
 extern struct vcpu the_vcpu;
@@ -158,6 +162,12 @@ void seg_decode(uint64_t raw, uint16_t selector, struct seg *out);
 /* Linear address of (offset) in segment (sreg) for an access of (len)
  * bytes, checking the limit: #GP(0) or #SS(0) outside it. */
 uint32_t seg_linear(struct vcpu *v, unsigned sreg, uint32_t offset, uint32_t len);
+
+/* After an entry from CPL 3: the real selectors (real, sreg order) and
+ * FS/GS bases of the interrupted guest code. A data segment register whose
+ * selector differs from what the monitor loaded was loaded by the guest
+ * process itself; take it into the virtual state. */
+void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint64_t gsbase);
 
 /* Reset all segment registers to flat 4 GiB segments with the given
  * selectors (the Multiboot entry state). */

@@ -20,8 +20,9 @@ PT_LOAD, PT_INTERP = 1, 3
 MB_MAGIC = 0x1BADB002
 
 
-def elf32(segments, entry=None, machine=EM_386, etype=ET_EXEC, multiboot=True, phtypes=None):
-    """An i386 ELF: header, program headers, a Multiboot header, `cli; hlt; jmp .-1`.
+def elf32(segments, entry=None, machine=EM_386, etype=ET_EXEC, multiboot=True, phtypes=None,
+          code=b"\xfa\xf4\xeb\xfd"):
+    """An i386 ELF: header, program headers, a Multiboot header, (code: `cli; hlt; jmp .-1`).
 
     segments: (paddr, memsz) pairs; the first holds the whole file from offset 0.
     """
@@ -30,8 +31,8 @@ def elf32(segments, entry=None, machine=EM_386, etype=ET_EXEC, multiboot=True, p
     body = b""
     if multiboot:
         body += struct.pack("<III", MB_MAGIC, 3, (-(MB_MAGIC + 3)) & 0xFFFFFFFF)
-    body += b"\xfa\xf4\xeb\xfd"
-    size = code_off + 4
+    body += code
+    size = code_off + len(code)
     if entry is None:
         entry = segments[0][0] + code_off
     eh = struct.pack("<16sHHIIIIIHHHHHH", b"\x7fELF\x01\x01\x01" + bytes(9), etype, machine, 1,
@@ -100,12 +101,61 @@ def test_not_elf(write):
     assert_one_line_error(run(path), f"'{path}' is not an ELF file")
 
 
-def test_bzimage(write):
+def bzimage_header(version, loadflags=1):
     image = bytearray(4096)
+    image[0x1F1] = 1                                    # setup_sects
     image[0x1FE:0x200] = b"\x55\xaa"
+    image[0x201] = 0x66                                 # the jump: header ends at 0x268
     image[0x202:0x206] = b"HdrS"
-    assert_one_line_error(run(write("bzImage", bytes(image))), "bzImage is not supported",
-                          "pass vmlinux")
+    image[0x206:0x208] = struct.pack("<H", version)
+    image[0x211] = loadflags
+    image[0x238:0x23C] = struct.pack("<I", 2047)        # cmdline_size
+    return image
+
+
+def test_bzimage_old_protocol(write):
+    assert_one_line_error(run(write("bzImage", bytes(bzimage_header(0x0204)))),
+                          "boot protocol 2.04", "2.10 or later")
+
+
+def test_zimage(write):
+    assert_one_line_error(run(write("zImage", bytes(bzimage_header(0x020f, loadflags=0)))),
+                          "is a zImage", "build a bzImage")
+
+
+def test_bzimage_not_rewritten(write):
+    # A well-formed header over code that holds no ring3 call site: a kernel built with plain as.
+    assert_one_line_error(run(write("bzImage", bytes(bzimage_header(0x020f)) + bytes(8192))),
+                          "not assembled by ring3-as", "make guest-kernel")
+
+
+def test_vmlinux_not_rewritten(write):
+    # An i386 ELF without a Multiboot header is booted as Linux, and must carry call sites.
+    plain = elf32([(0x100000, 0x1000)], multiboot=False)
+    assert_one_line_error(run(write("vmlinux", plain)), "not assembled by ring3-as")
+
+
+def rewritten_vmlinux():
+    # cli; hlt as ring3-as writes them: call *%cs:R3_TABLE+4*N (2E FF 15 addr32).
+    site = b"\x2e\xff\x15" + struct.pack("<I", 0xFFFF0000 + 4 * 1)
+    return elf32([(0x100000, 0x1000)], multiboot=False, code=site + b"\xeb\xfe")
+
+
+def test_initrd_not_cpio(write):
+    assert_one_line_error(run("--initrd", write("initrd", b"hello world\n"),
+                              write("vmlinux", rewritten_vmlinux())),
+                          "is not a cpio archive")
+
+
+def test_cmdline_too_long(write):
+    assert_one_line_error(run("--append", "x" * 3000, write("vmlinux", rewritten_vmlinux())),
+                          "command line is", "at most 2047")
+
+
+def test_cmd_needs_linux(write):
+    assert_one_line_error(run("--cmd", "true", "--initrd", write("initrd", b"070701" + bytes(200)),
+                              write("kernel", good_kernel())),
+                          "--cmd needs a Linux kernel")
 
 
 def test_compressed(write):
@@ -277,9 +327,14 @@ def test_bad_serial(write):
                           "--serial", "stdio", "file:PATH")
 
 
-def test_no_kernel_argument():
-    assert_one_line_error(run(), "no kernel given", "ring3 run")
-    assert_one_line_error(run("-m", "64"), "no kernel given")
+def test_no_default_kernel(tmp_path):
+    # A ring3 outside its build tree finds no default kernel next to it.
+    exe = tmp_path / "bin" / "ring3"
+    exe.parent.mkdir()
+    exe.write_bytes(Path(RING3).read_bytes())
+    exe.chmod(0o755)
+    p = subprocess.run([str(exe), "run", "-m", "64"], capture_output=True, text=True, timeout=10)
+    assert_one_line_error(p, "default kernel", "is not built", "make")
 
 
 def test_two_kernels(write):

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "linux.h"
 #include "multiboot.h"
 
 /* More program headers than this is no kernel (Linux has a handful), and
@@ -41,6 +42,8 @@ struct kernel {
     struct segment seg[MAX_SEGMENTS];
     int nseg;
     uint64_t entry;
+    bool linux_boot;
+    struct linux_image li;          /* Linux kernels: the setup header */
 };
 
 __attribute__((format(printf, 1, 2)))
@@ -147,9 +150,6 @@ static int not_elf(const struct kernel *k)
 
     if (k->size == 0)
         return fail("'%s' is empty; pass an i386 kernel ELF such as vmlinux", k->name);
-    if (n >= 0x206 && !memcmp(h + 0x202, "HdrS", 4))
-        return fail("'%s' is a bzImage; bzImage is not supported, pass vmlinux "
-                    "(the ELF at the top of the kernel build tree)", k->name);
     if ((n >= 2 && h[0] == 0x1f && h[1] == 0x8b) ||
         (n >= 6 && !memcmp(h, "\xfd" "7zXZ", 6)) ||
         (n >= 4 && !memcmp(h, "\x28\xb5\x2f\xfd", 4)))
@@ -322,6 +322,18 @@ static int parse_kernel(struct kernel *k, struct mb_header *mb, bool *multiboot)
     if (read_at(k->fd, k->head, k->head_len, 0) < 0)
         return fail("cannot read kernel '%s': %s", k->name, strerror(errno));
     *multiboot = multiboot_find(k->head, k->head_len, mb) == 0;
+    if (linux_is_bzimage(k->head, k->head_len)) {
+        /* A bzImage carries a Multiboot header of its own on no arch; the setup header decides. */
+        *multiboot = false;
+        k->linux_boot = true;
+        if ((err = linux_parse_bzimage(k->name, k->head, k->head_len, k->size, &k->li)))
+            return err;
+        k->seg[0] = (struct segment){ LINUX_BZIMAGE_LOAD, k->li.pm_offset, k->li.pm_size,
+                                      k->li.pm_size, 0 };
+        k->nseg = 1;
+        k->entry = LINUX_BZIMAGE_LOAD;
+        return 0;
+    }
     if (k->head_len >= SELFMAG && !memcmp(k->head, ELFMAG, SELFMAG))
         err = parse_elf(k);
     else if (*multiboot && (mb->flags & MB_FLAG_AOUT_KLUDGE))
@@ -335,6 +347,10 @@ static int parse_kernel(struct kernel *k, struct mb_header *mb, bool *multiboot)
         (mb->flags & MB_FLAGS_REQUIRED & ~(MB_FLAG_PAGE_ALIGN | MB_FLAG_MEMINFO | MB_FLAG_VIDEO)))
         return fail("'%s' requires Multiboot features ring3 does not provide (header flags 0x%x)",
                     k->name, mb->flags);
+    if (!err && !*multiboot) {
+        k->linux_boot = true;
+        linux_vmlinux_image(&k->li);
+    }
     return err;
 }
 
@@ -351,6 +367,17 @@ static int load_segments(struct guestmem *gm, const struct kernel *k)
         memset(dst + s->filesz, 0, s->memsz - s->filesz);
     }
     return 0;
+}
+
+/* The initrd must be a cpio archive, plain or compressed (Linux unpacks nothing else). */
+static int check_initrd_head(const char *name, int fd, uint64_t size)
+{
+    uint8_t head[8];
+    size_t n = size < sizeof(head) ? (size_t)size : sizeof(head);
+
+    if (read_at(fd, head, n, 0) < 0)
+        return fail("cannot read initrd '%s': %s", name, strerror(errno));
+    return linux_check_initrd(name, head, n);
 }
 
 /* Guest memory cannot hold [image, total): say how much would. */
@@ -384,13 +411,15 @@ static int too_big(const struct kernel *k, const char *initrd, uint64_t usable, 
 }
 
 int loader_load(struct guestmem *gm, const char *kernel, const char *append,
-                const char *initrd, struct boot_state *bs)
+                const char *initrd, const uint8_t *extra, size_t extra_len,
+                struct boot_state *bs)
 {
     struct kernel *k = calloc(1, sizeof(*k));
     struct mb_header mb;
     struct mb_layout l = { .kernel = kernel, .append = append ? append : "", .initrd = initrd };
     uint64_t start = 0, end = 0, usable = gm->size - GM_TOP_RESERVED, initrd_size = 0;
-    uint64_t initrd_addr = 0, total;
+    uint64_t initrd_addr = 0, total, file_size;
+    char *cmdline = NULL;
     int initrd_fd = -1, err;
     bool multiboot = false;
 
@@ -406,6 +435,19 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
         err = open_file("initrd", initrd, &initrd_fd, &initrd_size);
     if (err)
         goto out;
+    file_size = initrd_size;
+    if (initrd && extra_len)
+        initrd_size = ((initrd_size + 3) & ~3ull) + extra_len;
+    if (!multiboot && k->linux_boot) {
+        size_t len = strlen(LINUX_DEFAULT_CMDLINE) + 1 + strlen(l.append) + 1;
+
+        if (!(cmdline = malloc(len))) {
+            err = fail("out of memory");
+            goto out;
+        }
+        snprintf(cmdline, len, "%s%s%s", LINUX_DEFAULT_CMDLINE, *l.append ? " " : "", l.append);
+        l.append = cmdline;
+    }
 
     /* Where everything goes, then whether guest memory holds it. */
     if (multiboot) {
@@ -416,8 +458,20 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
         total = l.end > end ? l.end : end;
         initrd_addr = l.module_addr;
     } else {
-        initrd_addr = (end + GM_PAGE_SIZE - 1) & ~(uint64_t)(GM_PAGE_SIZE - 1);
-        total = initrd ? initrd_addr + initrd_size : end;
+        err = linux_check_cmdline(&k->li, l.append);
+        if (!err && initrd)
+            err = check_initrd_head(initrd, initrd_fd, file_size);
+        if (err)
+            goto out;
+        /* A bzImage decompresses the kernel to pref_address and needs init_size there. */
+        total = end;
+        if (k->li.pref_address + k->li.init_size > total)
+            total = k->li.pref_address + k->li.init_size;
+        if (initrd) {
+            initrd_addr = linux_initrd_addr(&k->li, initrd_size, usable, total);
+            if (!initrd_addr)
+                total += initrd_size;   /* too_big says how much more is needed */
+        }
     }
     if (total > usable) {
         err = too_big(k, initrd, usable, total);
@@ -428,15 +482,21 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
     if (!err && initrd) {
         uint8_t *dst = guestmem_ptr(gm, initrd_addr, initrd_size);
 
-        if (!dst || read_at(initrd_fd, dst, initrd_size, 0) < 0)
+        if (!dst || read_at(initrd_fd, dst, file_size, 0) < 0)
             err = fail("cannot read initrd '%s': %s", initrd, dst ? strerror(errno) : "too large");
+        else if (extra_len)
+            memcpy(dst + initrd_size - extra_len, extra, extra_len);
     }
     if (!err && multiboot && multiboot_write_info(gm, &l, bs) < 0)
         err = fail("'%s': the Multiboot information does not fit in guest memory", kernel);
+    if (!err && k->linux_boot && !linux_has_ring3_sites(guestmem_ptr(gm, start, end - start), end - start))
+        err = fail("'%s' was not assembled by ring3-as (it has no ring3 call sites); build it "
+                   "with 'make guest-kernel', or pass CC=\"gcc -B build/asbin/\" to Kbuild", kernel);
     if (err)
         goto out;
 
     bs->multiboot = multiboot;
+    bs->linux_boot = k->linux_boot;
     bs->entry = (uint32_t)k->entry;
     bs->esp = MB_STACK_TOP;
     bs->eflags = BOOT_EFLAGS;
@@ -449,7 +509,11 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
         bs->initrd_start = (uint32_t)initrd_addr;
         bs->initrd_end = (uint32_t)(initrd_addr + initrd_size);
     }
+    if (k->linux_boot)
+        linux_write_boot(gm, &k->li, l.append, bs->initrd_start, (uint32_t)initrd_size,
+                         (uint32_t)k->entry, bs);
 out:
+    free(cmdline);
     if (k->fd >= 0)
         close(k->fd);
     if (initrd_fd >= 0)
