@@ -10,6 +10,7 @@
 #define MSR_SYSENTER_EIP  0x176
 #define MSR_MISC_ENABLE   0x1A0
 #define MSR_PAT           0x277
+#define MSR_TSC_AUX       0xC0000103
 
 /* Leaf 1 EDX (SDM vol. 2, CPUID, Table 3-11): keep FPU, PSE, TSC, MSR, CX8,
  * SEP, PGE, CMOV, PAT, CLFSH, MMX, FXSR, SSE, SSE2. Hidden: VME, DE, PAE, MCE,
@@ -78,6 +79,9 @@ bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
     case MSR_SYSENTER_EIP: *value = v->sysenter_eip; return true;
     case MSR_PAT: *value = v->msr_misc[0]; return true;
     case MSR_MISC_ENABLE: *value = v->msr_misc[1]; return true;
+    /* RDTSCP and RDPID read the host's TSC_AUX when guest code runs them natively;
+     * the guest kernel's own reads and writes see its value. */
+    case MSR_TSC_AUX: *value = v->msr_misc[3]; return true;
     default: return false;       /* #GP(0), as for an MSR the CPU does not have */
     }
 }
@@ -91,6 +95,7 @@ bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
     case MSR_SYSENTER_EIP: v->sysenter_eip = (uint32_t)value; return true;
     case MSR_PAT: v->msr_misc[0] = value; return true;
     case MSR_MISC_ENABLE: v->msr_misc[1] = value; return true;
+    case MSR_TSC_AUX: v->msr_misc[3] = (uint32_t)value; return true;
     default: return false;
     }
 }

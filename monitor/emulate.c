@@ -167,9 +167,11 @@ static void write_cr(struct vcpu *v, unsigned n, uint32_t value)
         mmu_flush(v, true);
         break;
     case 4:
-        /* Only what 2-level paging needs; PAE, VMXE, SMEP and the rest are refused. */
+        /* Only what 2-level paging needs; PAE, VMXE, SMEP and the rest are refused.
+         * FSGSBASE is the host's, on whatever the guest says. */
         if (value & ~(CR4_PSE | CR4_PGE | 0x200u /* OSFXSR */ | 0x400u /* OSXMMEXCPT */ |
-                      0x40000u /* OSXSAVE */ | 0x8u /* DE */ | 0x4u /* TSD */ | 0x100u /* PCE */))
+                      0x40000u /* OSXSAVE */ | 0x8u /* DE */ | 0x4u /* TSD */ | 0x100u /* PCE */ |
+                      0x10000u /* FSGSBASE */))
             vcpu_raise(v, VEC_GP, 0);
         old = v->cr4;
         v->cr4 = value;

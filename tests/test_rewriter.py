@@ -377,6 +377,17 @@ def test_return_buffer_stuffing_keeps_its_int3(tmp_path):
     assert decode_site(code[18:])[0] == "INT3"
 
 
+def test_int3_after_ret_stays(tmp_path):
+    """The static-call trampoline `ret; int3; nop; nop; nop` is 8 bytes the kernel checks; its
+    int3 is never reached. An int3 with a label, or after code that falls through, is real."""
+    r, obj = assemble("\tret; int3; nop; nop; nop\n1: int3\n\tmovl %eax, %ebx\n\tint3\n", tmp_path)
+    assert r.returncode == 0, r.stderr
+    code = text_bytes(obj)
+    assert code[:5] == bytes.fromhex("c3cc909090")
+    assert decode_site(code[5:])[0] == "INT3"
+    assert decode_site(code[14:])[0] == "INT3"
+
+
 def test_pushf_is_one_site(tmp_path):
     """pushf becomes exactly pushfl and one call (the prelude must not rewrite it twice)."""
     r, obj = assemble("\tpushf\n\tpushfl\n", tmp_path)
