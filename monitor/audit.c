@@ -475,25 +475,6 @@ static bool needs_report(const struct audit *a, const struct sens_info *info, bo
     return info->cls == SENS_UNPRIVILEGED && !marked;
 }
 
-/* A run of int3 bytes [start, end). The Linux linker script fills the gaps
- * between functions with 0xcc: outside every function they are padding.
- * Inside one, an int3 is real code unless the run follows an instruction
- * that does not fall through (ret, jmp, ...): then it is alignment or a
- * speculation trap (static-call trampolines are `ret; int3`), never reached. */
-static void sweep_int3_run(struct audit *a, const struct section *sec, uint32_t start,
-                           uint32_t end, bool after_terminator, bool marked)
-{
-    static const struct sens_info int3 = { .cls = SENS_UNPRIVILEGED };
-
-    for (uint32_t addr = start; addr < end; addr++) {
-        const struct sym *fn = code_range_at(sec, addr);
-        if (!fn || (after_terminator && start > fn->addr))
-            continue;
-        if (needs_report(a, &int3, marked && addr == start))
-            report(a, sec, addr, "int3");
-    }
-}
-
 /* Sync points: every symbol's start and every sized symbol's end are
  * instruction boundaries, so the linear sweep restarts there, and data or
  * padding before a function cannot swallow its first instructions. */
@@ -526,8 +507,7 @@ static int sweep_section(struct audit *a, const struct section *sec)
     size_t nsync, k = 0;
     uint32_t *sync = sync_points(sec, &nsync);
     uint32_t off = 0;
-    bool after_terminator = true, marked = false;
-    uint32_t call_over = 0;     /* where the last direct call went, when it skipped ahead */
+    bool marked = false;
 
     if (!sync)
         return audit_error("out of memory");
@@ -544,26 +524,18 @@ static int sweep_section(struct audit *a, const struct section *sec)
         if (sens_is_insert_marker(p, avail)) {
             off += R3_INSERT_MARKER_LEN;
             marked = true;
-            after_terminator = false;
             continue;
         }
         if (sens_is_rewritten_pushf(p, avail)) {
             off += 1;               /* the call that follows is decoded as usual */
-            marked = after_terminator = false;
+            marked = false;
             continue;
         }
         if (*p == 0xCC) {
-            uint32_t run = 1;
-            while (off + run < sec->size && p[run] == 0xCC)
-                run++;
-            /* `call 1f; int3; 1:` stuffs the return stack buffer (the kernel's
-             * FILL_RETURN_BUFFER): the call jumps over the int3 and its return
-             * address is dropped, so the int3 only ever runs speculatively. */
-            if (call_over != addr + run)
-                sweep_int3_run(a, sec, addr, addr + run, after_terminator, marked);
-            off += run;
+            /* int3 is not sensitive (monitor/sensitive.c); runs of it are also the
+             * linker's padding between functions. */
+            off += 1;
             marked = false;
-            after_terminator = true;
             continue;
         }
 
@@ -578,7 +550,7 @@ static int sweep_section(struct audit *a, const struct section *sec)
                 if (!a->undecodable++)
                     a->first_undecodable = addr;
                 off++;
-                marked = after_terminator = false;
+                marked = false;
                 continue;
             }
             len = a->insn->size;
@@ -589,17 +561,8 @@ static int sweep_section(struct audit *a, const struct section *sec)
         }
         if (needs_report(a, &info, marked))
             report(a, sec, addr, text);
-        call_over = 0;
-        if (len == 5 && p[0] == 0xE8) {
-            int32_t rel;
-            memcpy(&rel, p + 1, 4);
-            uint32_t target = addr + 5 + (uint32_t)rel;
-            if (target > addr + 5)
-                call_over = target;
-        }
         off += (uint32_t)len;
         marked = false;
-        after_terminator = info.terminator;
     }
     free(sync);
     return 0;

@@ -151,7 +151,8 @@ static struct sens_info classify_id(const cs_insn *insn)
     case X86_INS_RETF:     return sens(U, R3_E_LRET);
     case X86_INS_IRET: case X86_INS_IRETD:   return sens(U, R3_E_IRET);
     case X86_INS_INT:      return sens(U, R3_E_INT);
-    case X86_INS_INT3:     return sens(U, R3_E_INT3);
+    /* int3 runs as it is: the host's SIGTRAP is the guest's #BP, EIP after its one byte. */
+    case X86_INS_INT3:     return sens(SENS_NONE, SENS_NO_ENTRY);
     case X86_INS_INTO:     return sens(U, R3_E_INTO);
     /* int1 (icebp, f1) raises #DB without the IDT DPL check of `int $1`. */
     case X86_INS_INT1:     return sens(U, SENS_NO_ENTRY);

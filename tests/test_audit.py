@@ -22,8 +22,6 @@ PLANT_RE = re.compile(r'^\s*(plant|marked)\s+(\w+),\s*([PU]),\s*"([^"]*)"(?:,\s*
 # Reports planted.S makes outside its plant/marked lines: (symbol, offset, class, text).
 PLANTED_EXTRA = [
     ("with_label", 1, "P", "sti"),
-    ("int3_end", 1, "U", "int3"),
-    ("int3_end", 2, "U", "int3"),
     ("bare_code", 2, "U", "pushfl"),
     ("code_region", 8, "P", "cli"),
 ]
@@ -153,22 +151,22 @@ def write_bytes(path, data):
 def test_allow_list(planted, tmp_path):
     allow = write(tmp_path / "allow", "# boot-only code\n\n"
                   "p_cli     runs only before the monitor takes over\n"
-                  "  int3_end\tkprobes self-test, disabled in the guest config  \n"
+                  "  with_label\tan sti the guest never reaches  \n"
                   "no_such_function  left over from an older kernel\n")
     total = len(planted_expectations())
     proc = audit("--allow", allow, planted)
     reports, summary = parse(proc.stdout)
     assert proc.returncode == 1
-    assert {"p_cli", "int3_end"}.isdisjoint(sym for _, sym, _, _ in reports)
-    assert len(reports) == total - 3
-    assert summary[0] == f"{total - 3} unrewritten sensitive instructions (3 allowed by {allow})"
+    assert {"p_cli", "with_label"}.isdisjoint(sym for _, sym, _, _ in reports)
+    assert len(reports) == total - 2
+    assert summary[0] == f"{total - 2} unrewritten sensitive instructions (2 allowed by {allow})"
     err = proc.stderr.splitlines()
     allowed = [l for l in err if l.startswith("allowed: ")]
-    assert len(allowed) == 3
+    assert len(allowed) == 2
     assert any("p_cli+0x0" in l and "runs only before the monitor takes over" in l for l in allowed)
     unused = [l for l in err if "no_such_function" in l]
     assert len(unused) == 1 and "warning" in unused[0]
-    assert len(err) == 4
+    assert len(err) == 3
 
 
 def test_allow_everything_passes(planted, tmp_path):

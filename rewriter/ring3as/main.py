@@ -161,8 +161,7 @@ def rewrite_lines(lines, filename, mode, args, stats=None, first_line=0):
         carried = prefix_before(statements, k)
         prefixes = (carried.prefixes if carried else []) + st.prefixes
         found = rules.lookup(mnemonic)
-        if found is None or (mnemonic == "int3" and (speculation_trap(statements, k)
-                                                     or after_terminator(statements, k))):
+        if found is None:
             continue
         if code != "code32":
             if code == "intel":
@@ -203,32 +202,6 @@ def rewrite_lines(lines, filename, mode, args, stats=None, first_line=0):
             line = line[:start] + text + line[end:]
         lines[idx] = line
     return lines
-
-
-def speculation_trap(statements, k):
-    """`call 1f; int3; 1:` (the kernel's return-buffer stuffing): the call jumps over the
-    int3, whose return address is then dropped, so it only ever runs speculatively. It stays
-    as it is: rewritten 32 times it would overflow the one-byte length of its alternative."""
-    if k == 0 or k + 1 >= len(statements):
-        return False
-    prev, nxt = statements[k - 1], statements[k + 1]
-    target = prev.operands.strip()
-    return (prev.mnemonic == "call" and target.endswith("f") and target[:-1].isdigit()
-            and target[:-1] in nxt.labels and not statements[k].labels)
-
-
-TERMINATORS = {"ret", "retl", "jmp", "jmpl", "ud2"}
-
-
-def after_terminator(statements, k):
-    """An int3 right after an instruction that does not fall through, with no label of its
-    own, is never reached: a speculation stop such as the static-call trampoline's
-    `ret; int3; nop; nop; nop`, whose 8 bytes the kernel checks. It stays, as the audit
-    expects (monitor/audit.c, sweep_int3_run)."""
-    if k == 0 or statements[k].labels:
-        return False
-    prev = statements[k - 1]
-    return prev.mnemonic in TERMINATORS
 
 
 def prefix_before(statements, k):

@@ -6,10 +6,8 @@ from its arguments (`1: \\op` in arch/x86/lib/msr-reg.S) and those inside the
 string arguments of the kernel's ALTERNATIVE macros. Everything is on one
 line so that the input's line numbers stay as they were.
 
-int3 is left out: the kernel's return-buffer stuffing builds `call 1f; int3;
-1:` thirty-two times inside an alternative, whose length must fit a byte, and
-those int3s only run speculatively. A real int3 still works unrewritten: the
-host raises SIGTRAP, which the monitor delivers as the guest's #BP.
+int3 is left out: it is never rewritten. It runs as it is, and the host's
+SIGTRAP becomes the guest's #BP (monitor/signals.c).
 """
 from . import rules
 

@@ -108,8 +108,6 @@ _start:
     plant p_sysexit,    P, "sysexit", 0, 0x0f, 0x35
     plant p_int80,      U, "int",    0, 0xcd, 0x80
     plant p_int_3,      U, "int",    0, 0xcd, 0x03
-    plant p_int3,       U, "int3",   0, 0xcc
-    plant p_int3_mid,   U, "int3",   1, 0x90, 0xcc, 0x90
     plant p_into,       U, "into",   0, 0xce
     plant p_int1,       U, "int1",   0, 0xf1
 /* Segment descriptors: access rights, limits, verification. */
@@ -187,7 +185,6 @@ _start:
     marked m_mov_to_ds, U, "movl",   0x8e, 0xd8
     marked m_lret,      U, "lret",   0xcb
     marked m_int80,     U, "int",    0xcd, 0x80
-    marked m_int3,      U, "int3",   0xcc
     marked m_cli,       P, "cli",    0xfa
 
 /* A byte of data before a function: decoded from there, 0f would swallow
@@ -250,13 +247,14 @@ code_region:
     .p2align 3, 0xcc
     .size code_region, . - code_region
 
-/* int3s that end a function without a ret before them run: both reported. */
+/* int3 is not sensitive: it runs as it is and the host's SIGTRAP is the
+ * guest's #BP. Not reported, even where it runs. */
     .p2align 4, 0xcc
     .globl int3_end
     .type int3_end, @function
 int3_end:
     nop
-    .byte 0xcc, 0xcc        /* int3_end+0x1 and +0x2 */
+    .byte 0xcc, 0xcc
     .size int3_end, . - int3_end
 
 /* Harmless instructions, including rewritten sites whose pushed words hold

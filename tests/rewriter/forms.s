@@ -133,8 +133,6 @@
 	lret $8
 	lretw
 	int $0x80
-	int $3
-	int3
 	into
 	sysenter
 	sysexit

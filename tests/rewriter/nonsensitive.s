@@ -22,6 +22,8 @@
 	.byte 0x0f, 0x0b
 	.ascii "cli; sti"
 	movsbl %al, %eax
+	int3
+	int $3
 	inc %eax
 	outside_code = 1
 	lretfoo = 2
