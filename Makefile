@@ -38,6 +38,6 @@ test: all $(TEST_DEPS)
 clean:
 	rm -rf $(B)/bin $(B)/obj $(B)/tests $(B)/testguests
 
-# The default guest until Linux boots: the interactive UART test guest (see README).
-run: all $(B)/testguests/ring3/uart-input.elf
-	$(BIN)/ring3 run $(B)/testguests/ring3/uart-input.elf
+# The default guest: Linux with the busybox initramfs, on this terminal (README).
+run: all guest-kernel initramfs
+	$(BIN)/ring3 run

@@ -58,8 +58,16 @@ void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
             out[3] = (uint32_t)(xcr0 >> 32);
             out[2] = out[1];
         }
-        if (sub == 1)
-            out[0] &= ~(1u << 3);   /* XSAVES: a CPL-0 instruction, not emulated */
+        if (sub == 1) {
+            /* XSAVES is a CPL-0 instruction, not emulated. XSAVEC goes too: its
+             * compacted size here (EBX) counts the host's IA32_XSS states, which
+             * the guest does not have, so the guest keeps the standard format. */
+            uint32_t std[4];
+            __cpuid_count(0xD, 0, std[0], std[1], std[2], std[3]);
+            out[0] &= ~(B(1) | B(3));
+            out[1] = std[1];
+            out[2] = out[3] = 0;
+        }
         break;
     case 0x80000001:
         out[2] &= B(0) | B(5) | B(8);       /* LAHF, ABM, PREFETCHW */

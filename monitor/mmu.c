@@ -298,8 +298,10 @@ void mmu_flush(struct vcpu *v, bool keep_global)
 
 void mmu_set_cpl(struct vcpu *v, unsigned cpl)
 {
-    if (cpl > v->cpl)
+    if (cpl > v->cpl) {
         unmap_where(v, is_privileged, false);
+        seg_sync_tls(v);
+    }
     if (cpl == 3 && !v->first_user_ns)
         v->first_user_ns = events_now();
     v->cpl = cpl;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "guestmem.h"
@@ -36,11 +37,10 @@ _Noreturn void monitor_exit(struct vcpu *v, int status)
     guest_console_flush();
     fflush(stdout);
     console_restore();
-    if (v->booting_linux && status == 0 && guest_console_cmd_mode() &&
-        !guest_console_cmd_status(&status)) {
-        fprintf(stderr, "ring3: the guest stopped before the command finished\n");
-        status = 1;
-    }
+    /* --cmd: a guest that powered off reports the command's status; one that
+     * powered off before the command ended (its own `poweroff`) reports 0. */
+    if (v->booting_linux && status == 0 && guest_console_cmd_mode())
+        guest_console_cmd_status(&status);
     if (v->report_time) {
         if (v->first_user_ns)
             fprintf(stderr, "ring3: %.3f s to the first guest process, %.3f s in all\n",
@@ -95,7 +95,13 @@ int run_main(int argc, char **argv)
         return 1;
     }
     /* --cmd keeps the kernel's own messages off the console the command prints to. */
-    if (asprintf(&append, "%s%s", o.cmd ? "quiet " : "", o.append) < 0) {
+    /* The default guest's serial console learns this terminal's size (guest/initramfs/init). */
+    char winsize[48] = "";
+    struct winsize ws;
+    if (o.kernel_default && o.serial == R3_SERIAL_STDIO && !o.cmd && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 &&
+        ws.ws_row && ws.ws_col)
+        snprintf(winsize, sizeof winsize, "ring3.rows=%u ring3.cols=%u ", ws.ws_row, ws.ws_col);
+    if (asprintf(&append, "%s%s%s", o.cmd ? "quiet " : "", winsize, o.append) < 0) {
         fprintf(stderr, "ring3: out of memory\n");
         return 1;
     }

@@ -85,6 +85,19 @@ static void mark_accessed(struct vcpu *v, uint16_t selector, struct seg *s)
 static struct seg tls_synced[TLS_COUNT];
 static bool tls_valid[TLS_COUNT];
 
+/* set_thread_area for a host GDT TLS entry. The x86-64 system call table has
+ * none; the i386 one (int $0x80, number 243) takes a 32-bit pointer, so the
+ * descriptor goes through the shared page's scratch area. */
+static bool host_set_thread_area(const struct user_desc *d)
+{
+    struct user_desc *low = (struct user_desc *)(uintptr_t)(R3_SHARED + SH_SCRATCH);
+    long r;
+
+    *low = *d;
+    __asm__ volatile("int $0x80" : "=a"(r) : "a"(243), "b"(low) : "memory", "r8", "r9", "r10", "r11");
+    return r == 0;
+}
+
 static bool is_tls_selector(uint16_t sel)
 {
     return !(sel & 4) && (sel >> 3) >= TLS_FIRST && (sel >> 3) < TLS_FIRST + TLS_COUNT;
@@ -110,12 +123,33 @@ static bool tls_sync(struct vcpu *v, const struct seg *s)
     d.read_exec_only = (s->attr & ATTR_RW) ? 0 : 1;
     d.seg_not_present = (s->attr & ATTR_P) ? 0 : 1;
     d.useable = (s->attr >> 12) & 1;
-    if (syscall(SYS_set_thread_area, &d) != 0)
+    if (!host_set_thread_area(&d))
         return false;
     tls_synced[i] = *s;
     tls_valid[i] = true;
     TRACE(v, "TLS entry %u base %08x limit %08x", TLS_FIRST + i, s->base, s->limit);
     return true;
+}
+
+void seg_sync_tls(struct vcpu *v)
+{
+    for (unsigned i = 0; i < TLS_COUNT; i++) {
+        uint16_t sel = (uint16_t)((TLS_FIRST + i) << 3);
+        uint64_t raw;
+        struct seg s;
+
+        if (!seg_read_descriptor(v, sel, &raw))
+            return;
+        seg_decode(raw, sel, &s);
+        if (!tls_sync(v, &s) && tls_valid[i]) {
+            /* Not a descriptor set_thread_area takes (or an empty one): make the
+             * host's entry empty, so that loading it faults. */
+            struct user_desc d = {.entry_number = TLS_FIRST + i, .read_exec_only = 1,
+                                  .seg_not_present = 1};
+            if (host_set_thread_area(&d))
+                tls_valid[i] = false;
+        }
+    }
 }
 
 /* The host selector that gives guest segment (s) its base and limit. */

@@ -36,6 +36,9 @@
 #define SH_GS       0x44
 #define SH_FSBASE   0x48
 #define SH_GSBASE   0x50
+/* Monitor-only scratch below 4 GiB, for the i386 system calls that take a
+ * 32-bit pointer (segment.c); never read back after the call. */
+#define SH_SCRATCH  0x800
 
 #ifndef __ASSEMBLER__
 #include <stddef.h>
@@ -61,6 +64,7 @@ _Static_assert(offsetof(struct r3_shared, eflags) == SH_EFLAGS, "SH_EFLAGS");
 _Static_assert(offsetof(struct r3_shared, sel) == SH_SEL, "SH_SEL");
 _Static_assert(offsetof(struct r3_shared, fsbase) == SH_FSBASE, "SH_FSBASE");
 _Static_assert(offsetof(struct r3_shared, gsbase) == SH_GSBASE, "SH_GSBASE");
+_Static_assert(sizeof(struct r3_shared) <= SH_SCRATCH, "SH_SCRATCH");
 
 #define r3_shared_page ((struct r3_shared *)(uintptr_t)R3_SHARED)
 #endif

@@ -163,6 +163,11 @@ void seg_decode(uint64_t raw, uint16_t selector, struct seg *out);
  * bytes, checking the limit: #GP(0) or #SS(0) outside it. */
 uint32_t seg_linear(struct vcpu *v, unsigned sreg, uint32_t offset, uint32_t len);
 
+/* Copy the guest's TLS descriptors (GDT entries 12-14) into the host's, so
+ * that guest user code can load their selectors itself. On every way out
+ * to CPL 3: the guest kernel writes them with plain stores (load_TLS). */
+void seg_sync_tls(struct vcpu *v);
+
 /* After an entry from CPL 3: the real selectors (real, sreg order) and
  * FS/GS bases of the interrupted guest code. A data segment register whose
  * selector differs from what the monitor loaded was loaded by the guest

@@ -1,0 +1,151 @@
+"""Linux 6.12 i386 (build/guest/bzImage, assembled by ring3-as) with the busybox initramfs.
+
+Each test boots the default kernel with `ring3 run --cmd`, which runs one shell command in the
+guest and exits with its status, and asserts on what the guest printed.
+"""
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RING3 = os.environ.get("RING3_BIN", str(ROOT / "build" / "bin" / "ring3"))
+BOOT_TIMEOUT = 120
+
+
+def guest(command, *options, timeout=BOOT_TIMEOUT):
+    return subprocess.run([RING3, "run", *options, "--cmd", command], capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def ok(command, *options, timeout=BOOT_TIMEOUT):
+    p = guest(command, *options, timeout=timeout)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}"
+    return p.stdout
+
+
+def test_uname_and_version():
+    out = ok("uname -r; cat /proc/version").splitlines()
+    assert out[0].startswith("6.12."), out
+    assert out[1].startswith("Linux version 6.12") and "gcc" in out[1], out
+
+
+def test_cpuinfo_one_cpu_with_sane_mhz():
+    out = ok("cat /proc/cpuinfo")
+    assert out.count("processor\t:") == 1, out
+    mhz = [float(l.split(":")[1]) for l in out.splitlines() if l.startswith("cpu MHz")]
+    assert len(mhz) == 1 and 200 < mhz[0] < 10000, out
+
+
+def test_pipeline():
+    assert ok("seq 1 100000 | sort -rn | head -1") == "100000\n"
+
+
+def test_fork_exec_wait_200():
+    out = ok("i=0; while [ $i -lt 200 ]; do /bin/true || exit 9; i=$((i+1)); done; echo $i")
+    assert out == "200\n"
+
+
+def test_touch_64_mib():
+    assert ok("touchmem 64") == "touchmem: 64 MiB ok\n"
+
+
+def test_sleep_one_second_of_host_time():
+    """The two lines arrive one host second apart, within 10%."""
+    p = subprocess.Popen([RING3, "run", "--cmd", "echo a; sleep 1; echo b"],
+                         stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert p.stdout.readline() == "a\n"
+        t0 = time.monotonic()
+        assert p.stdout.readline() == "b\n"
+        elapsed = time.monotonic() - t0
+    finally:
+        p.wait(timeout=BOOT_TIMEOUT)
+    assert p.returncode == 0
+    assert 0.9 <= elapsed <= 1.1, elapsed
+
+
+def test_shell_traps_usr1():
+    assert ok("trap 'echo got USR1' USR1; kill -USR1 $$; echo after") == "got USR1\nafter\n"
+
+
+def test_null_dereference_is_sigsegv_and_the_guest_goes_on():
+    assert ok("segv null; echo status $?; echo alive") == "status 139\nalive\n"
+
+
+def test_kernel_address_is_sigsegv():
+    out = ok("segv kernel; echo status $?; segv handler")
+    assert out == "status 139\nsegv: caught SIGSEGV at c0000000\n"
+
+
+def test_vector_registers_survive_context_switches():
+    out = ok("simd 2000")
+    assert out.startswith("simd: sse ok avx "), out
+
+
+def test_exit_status_and_poweroff():
+    assert guest("exit 7").returncode == 7
+    p = guest("poweroff -f")
+    assert p.returncode == 0, p.stderr
+
+
+def test_command_quoting_survives():
+    command = "printf '%s|' \"a b\" '$HOME' \"it's\"\necho\necho 'line\ntwo'"
+    assert ok(command) == "a b|$HOME|it's|\nline\ntwo\n"
+
+
+def test_time_reports_boot():
+    p = guest("true", "--time")
+    assert p.returncode == 0
+    assert "s to the first guest process" in p.stderr, p.stderr
+
+
+def read_until(fd, needle, timeout):
+    """Read the pty (fd) until (needle) appears; returns everything read."""
+    import select
+    seen = b""
+    end = time.monotonic() + timeout
+    while needle not in seen:
+        left = end - time.monotonic()
+        assert left > 0, f"no {needle!r} within {timeout} s; got {seen[-400:]!r}"
+        if select.select([fd], [], [], left)[0]:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def test_interactive_shell_ctrl_c_and_quit():
+    """What `make run` gives: a shell on the terminal; Ctrl-C stops the guest's foreground job,
+    not the monitor; Ctrl-A x quits; the terminal is as it was."""
+    import pty
+    import termios
+    master, slave = pty.openpty()
+    before = termios.tcgetattr(slave)
+    p = subprocess.Popen([RING3, "run"], stdin=slave, stdout=slave, stderr=slave,
+                         start_new_session=True)
+    try:
+        read_until(master, b"# ", BOOT_TIMEOUT)
+        os.write(master, b"echo $((6*7))\r")
+        read_until(master, b"42", 10)
+        os.write(master, b"sleep 100; echo slept\r")
+        time.sleep(1)
+        os.write(master, b"\x03")
+        out = read_until(master, b"# ", 10)
+        assert b"slept" not in out
+        os.write(master, b"echo still here\r")
+        read_until(master, b"still here", 10)
+        os.write(master, b"\x01x")
+        assert p.wait(timeout=10) == 0
+        assert termios.tcgetattr(slave) == before
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(master)
+        os.close(slave)
