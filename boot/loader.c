@@ -411,8 +411,8 @@ static int too_big(const struct kernel *k, const char *initrd, uint64_t usable, 
 }
 
 int loader_load(struct guestmem *gm, const char *kernel, const char *append,
-                const char *initrd, const uint8_t *extra, size_t extra_len,
-                struct boot_state *bs)
+                const char *linux_defaults, const char *initrd, const uint8_t *extra,
+                size_t extra_len, struct boot_state *bs)
 {
     struct kernel *k = calloc(1, sizeof(*k));
     struct mb_header mb;
@@ -439,13 +439,14 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
     if (initrd && extra_len)
         initrd_size = ((initrd_size + 3) & ~3ull) + extra_len;
     if (!multiboot && k->linux_boot) {
-        size_t len = strlen(LINUX_DEFAULT_CMDLINE) + 1 + strlen(l.append) + 1;
+        size_t len = strlen(LINUX_DEFAULT_CMDLINE) + strlen(linux_defaults) + strlen(l.append) + 3;
 
         if (!(cmdline = malloc(len))) {
             err = fail("out of memory");
             goto out;
         }
-        snprintf(cmdline, len, "%s%s%s", LINUX_DEFAULT_CMDLINE, *l.append ? " " : "", l.append);
+        snprintf(cmdline, len, "%s %s%s%s", LINUX_DEFAULT_CMDLINE, linux_defaults,
+                 *l.append ? " " : "", l.append);
         l.append = cmdline;
     }
 

@@ -36,8 +36,9 @@ struct boot_state {
 /* Load the kernel file (kernel) into guest memory (gm), with the initrd file
  * (initrd, NULL for none) and the command line (append), and fill (bs).
  * A bzImage, or an ELF without a Multiboot header (a vmlinux), is booted by
- * the Linux 32-bit boot protocol (boot/linux.h) with (append) as its whole
- * command line, and must have been assembled by ring3-as.
+ * the Linux 32-bit boot protocol (boot/linux.h) with the command line
+ * LINUX_DEFAULT_CMDLINE, (linux_defaults), (append), and must have been
+ * assembled by ring3-as.
  * For a Multiboot kernel also write the Multiboot information (command line
  * "(kernel) (append)" as QEMU gives it, the initrd as module 0, the memory
  * map of guestmem_regions). A bad, missing or unsupported file prints one
@@ -46,7 +47,7 @@ struct boot_state {
 /* (extra, extra_len) are bytes appended to the initrd (4-byte aligned), such
  * as a second cpio archive; NULL and 0 for none. */
 int loader_load(struct guestmem *gm, const char *kernel, const char *append,
-                const char *initrd, const uint8_t *extra, size_t extra_len,
-                struct boot_state *bs);
+                const char *linux_defaults, const char *initrd, const uint8_t *extra,
+                size_t extra_len, struct boot_state *bs);
 
 #endif

@@ -1,5 +1,6 @@
 /* The CPU the guest sees: the host's CPUID with what ring3 does not emulate taken out, and the MSRs. */
 #include <cpuid.h>
+#include <time.h>
 #include <x86intrin.h>
 
 #include "vcpu.h"
@@ -11,6 +12,9 @@
 #define MSR_MISC_ENABLE   0x1A0
 #define MSR_PAT           0x277
 #define MSR_TSC_AUX       0xC0000103
+#define MSR_AMD_HWCR      0xC0010015
+#define MSR_AMD_NB_CFG    0xC001001F
+#define HWCR_TSC_FREQ_SEL (1ull << 24)  /* the TSC counts at the P0 frequency */
 
 /* Leaf 1 EDX (SDM vol. 2, CPUID, Table 3-11): keep FPU, PSE, TSC, MSR, CX8,
  * SEP, PGE, CMOV, PAT, CLFSH, MMX, FXSR, SSE, SSE2. Hidden: VME, DE, PAE, MCE,
@@ -90,6 +94,10 @@ bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
     /* RDTSCP and RDPID read the host's TSC_AUX when guest code runs them natively;
      * the guest kernel's own reads and writes see its value. */
     case MSR_TSC_AUX: *value = v->msr_misc[3]; return true;
+    /* Linux reads and sets these on AMD CPUs without a fault handler; they hold
+     * nothing ring3 models (AMD BKDG: HWCR, NB_CFG) but HWCR's TscFreqSel. */
+    case MSR_AMD_HWCR: *value = HWCR_TSC_FREQ_SEL; return true;
+    case MSR_AMD_NB_CFG: *value = 0; return true;
     default: return false;       /* #GP(0), as for an MSR the CPU does not have */
     }
 }
@@ -104,6 +112,7 @@ bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
     case MSR_PAT: v->msr_misc[0] = value; return true;
     case MSR_MISC_ENABLE: v->msr_misc[1] = value; return true;
     case MSR_TSC_AUX: v->msr_misc[3] = (uint32_t)value; return true;
+    case MSR_AMD_HWCR: case MSR_AMD_NB_CFG: return true;
     default: return false;
     }
 }
@@ -112,4 +121,21 @@ void cpu_reset_msrs(struct vcpu *v)
 {
     v->msr_misc[0] = 0x0007040600070406ull;     /* the PAT's power-up value */
     v->msr_misc[1] = 1;                         /* fast strings enabled */
+}
+
+uint32_t cpu_tsc_khz(void)
+{
+    /* The TSC against CLOCK_MONOTONIC_RAW over 10 ms: the host's TSC is the
+     * guest's (rdtsc runs natively), and the guest cannot calibrate it
+     * against an emulated PIT whose reads take microseconds with jitter. */
+    struct timespec t0, t1;
+    uint64_t c0, c1;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &t0);
+    c0 = __rdtsc();
+    do {
+        clock_gettime(CLOCK_MONOTONIC_RAW, &t1);
+    } while ((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec) < 10000000);
+    c1 = __rdtsc();
+    int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+    return (uint32_t)((c1 - c0) * 1000000ull / (uint64_t)ns);
 }

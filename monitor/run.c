@@ -105,7 +105,13 @@ int run_main(int argc, char **argv)
         fprintf(stderr, "ring3: out of memory\n");
         return 1;
     }
-    if ((r = loader_load(&gm, o.kernel, append, o.initrd, cmd_archive, cmd_len, &bs)))
+    /* The guest's TSC is the host's: tell Linux its rate rather than let it
+     * calibrate against the emulated PIT, and that it is constant and
+     * synchronised (the host has constant_tsc and nonstop_tsc to give). */
+    char linux_defaults[64];
+    snprintf(linux_defaults, sizeof linux_defaults, "tsc_early_khz=%u tsc=reliable", cpu_tsc_khz());
+    if ((r = loader_load(&gm, o.kernel, append, linux_defaults, o.initrd, cmd_archive, cmd_len,
+                         &bs)))
         return r;
     free(cmd_archive);
     free(append);

@@ -42,6 +42,7 @@ mon_rsp:     .quad 0            /* filled in before the page is made read-only *
 mon_fsbase:  .quad 0
 mon_handler: .quad 0
 mon_sud:     .quad 0            /* address of the Syscall User Dispatch selector byte */
+mon_xsave:   .quad 0            /* 64-byte aligned XSAVE area for the guest's vector state */
 gate_farptr: .long BLOB(tramp64)
              .word HOST_CS64
     .balign 16
@@ -129,12 +130,23 @@ tramp64:
     wrfsbase %rcx
     pushq $2                    /* DF, AC and TF clear for C code */
     popfq
+    /* The guest's x87/SSE/AVX registers: monitor C code (and the libc it
+     * calls) uses them, and a guest process's state may be live in them
+     * while its kernel runs. XSAVE with every component of XCR0 (SDM vol. 1, 13.7). */
+    movq mon_xsave(%rip), %rcx
+    movl $-1, %eax
+    movl $-1, %edx
+    xsave64 (%rcx)
     call *mon_handler(%rip)
     /* fall through: back to the guest as the shared page now says */
 
 /* Load the guest state from the shared page and iretq into it. Also the
  * first entry into the guest (monitor/runtime.c calls it). */
 exit64:
+    movq mon_xsave(%rip), %rcx
+    movl $-1, %eax
+    movl $-1, %edx
+    xrstor64 (%rcx)
     movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */
     movb $SUD_BLOCK, (%rcx)
     movl $R3_SHARED, %eax

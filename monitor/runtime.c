@@ -1,5 +1,6 @@
 /* Installs the runtime page (monitor/runtime.S) at the top of the guest's 4 GiB. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -11,7 +12,7 @@
 
 struct r3_blob_header {
     uint32_t sti_off, pushf_off, popf_off, gate_off, gate_size, exit_off;
-    uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud;
+    uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud, mon_xsave;
 };
 
 extern const char r3_blob[], r3_blob_end[];
@@ -24,6 +25,23 @@ static uint64_t read_fsbase(void)
     uint64_t v;
     __asm__ volatile("rdfsbase %0" : "=r"(v));
     return v;
+}
+
+/* The area the gate saves the guest's vector state in: as large as XSAVE of
+ * every supported component can write (CPUID.(EAX=0DH,ECX=0):ECX), filled
+ * once with the state this process starts with, so that the first XRSTOR
+ * into the guest loads sane MXCSR and x87 control words. */
+static void *xsave_area(void)
+{
+    uint32_t a, b, c, d;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0xD), "c"(0));
+    size_t size = ((size_t)c + 63) & ~(size_t)63;
+    void *area = aligned_alloc(64, size);
+    if (!area)
+        return NULL;
+    memset(area, 0, size);
+    __asm__ volatile("xsave64 (%0)" : : "r"(area), "a"(-1), "d"(-1) : "memory");
+    return area;
 }
 
 int runtime_install(runtime_gate_fn gate)
@@ -42,6 +60,9 @@ int runtime_install(runtime_gate_fn gate)
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (stack == MAP_FAILED)
         return -1;
+    void *xsave = xsave_area();
+    if (!xsave)
+        return -1;
 
     r3_monitor_fsbase = read_fsbase();
     char *code = (char *)(uintptr_t)R3_CODE;
@@ -51,6 +72,7 @@ int runtime_install(runtime_gate_fn gate)
     h->mon_fsbase = r3_monitor_fsbase;
     h->mon_handler = (uint64_t)(uintptr_t)gate;
     h->mon_sud = (uint64_t)(uintptr_t)&r3_sud_selector;
+    h->mon_xsave = (uint64_t)(uintptr_t)xsave;
 
     uint32_t *table = (uint32_t *)(uintptr_t)R3_TABLE;
     for (uint32_t n = 0; n < R3_ENTRY_COUNT; n++)

@@ -150,7 +150,15 @@ static struct sens_info classify_id(const cs_insn *insn)
     case X86_INS_LJMP:     return sens(U, R3_E_LJMP);
     case X86_INS_RETF:     return sens(U, R3_E_LRET);
     case X86_INS_IRET: case X86_INS_IRETD:   return sens(U, R3_E_IRET);
-    case X86_INS_INT:      return sens(U, R3_E_INT);
+    /* int $0x80 runs as it is: Syscall User Dispatch makes it a SIGSYS, which
+     * the monitor delivers through the guest IDT. It must stay two bytes: a
+     * restarted system call goes back to EIP - 2 (the vDSO's int80 landing pad). */
+    case X86_INS_INT:
+        if (insn->detail && insn->detail->x86.op_count == 1 &&
+            insn->detail->x86.operands[0].type == X86_OP_IMM &&
+            insn->detail->x86.operands[0].imm == 0x80)
+            return sens(SENS_NONE, SENS_NO_ENTRY);
+        return sens(U, R3_E_INT);
     /* int3 runs as it is: the host's SIGTRAP is the guest's #BP, EIP after its one byte. */
     case X86_INS_INT3:     return sens(SENS_NONE, SENS_NO_ENTRY);
     case X86_INS_INTO:     return sens(U, R3_E_INTO);

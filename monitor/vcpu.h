@@ -215,6 +215,8 @@ void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value);
 bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value);
 void cpu_reset_msrs(struct vcpu *v);
+/* The host's TSC frequency in kHz, measured (10 ms). */
+uint32_t cpu_tsc_khz(void);
 
 /* ---- emulate.c: the ABI entries ---- */
 

@@ -234,12 +234,12 @@ def test_site_matches_capstone(line, tmp_path):
 
 
 def test_insert_mode_bytes(tmp_path):
-    r, obj = assemble("\tcli\n\tpushfl\n\tmovl %eax, %cr3\n\tsgdt (%eax)\n\tint $0x80\n", tmp_path,
+    r, obj = assemble("\tcli\n\tpushfl\n\tmovl %eax, %cr3\n\tsgdt (%eax)\n\tint $0x81\n", tmp_path,
                       mode="insert")
     assert r.returncode == 0, r.stderr
     # Raw bytes: Capstone 4 decodes 0f b9 as a 2-byte "ud2b" and loses the marker's ModRM.
     marker = "0fb9ff"
-    assert text_bytes(obj).hex() == "fa" + marker + "9c" + "0f22d8" + marker + "0f0100" + marker + "cd80"
+    assert text_bytes(obj).hex() == "fa" + marker + "9c" + "0f22d8" + marker + "0f0100" + marker + "cd81"
 
 
 # ---- bad input ----

@@ -112,7 +112,7 @@ PRIVILEGED = {
                     "movl $0, %eax; movl $0, %edx; rdmsr",
                     {"ecx": 1, "eax": 0xDEADBEEF, "edx": 0x12345678, "msr": "12345678:deadbeef"}),
     "rdpmc": ("rdpmc", {"eax": 0x1234, "edx": 0}),
-    "int80": ("int $0x80", {"vector": 128}),
+    "int81": ("int $0x81", {"vector": 129}),
     "stac": ("stac", {"ac": 1}),
     "clac": ("stac; clac", {}),
     "xsaves": ("xsaves (%ebx)", {"misc": DATA}),

@@ -378,8 +378,14 @@ def r_int(s):
     s.nops(1)
     if not isinstance(s.ops[0].value, Imm):
         raise Unsupported("int takes $vector")
-    if s.ops[0].value.expr.strip() == "3":
+    vector = s.ops[0].value.expr.strip().lower()
+    if vector == "3":
         return None     # gas encodes `int $3` as int3 (0xcc), which runs as it is (see INT3)
+    if vector in ("0x80", "128"):
+        # The host's Syscall User Dispatch turns it into the guest's system call; it stays
+        # two bytes, since a restarted system call returns to EIP - 2 (the vDSO's
+        # int80_landing_pad follows it, and sysenter returns there too).
+        return None
     return Site("INT", _d(kind="imm"), f"({s.ops[0].value.expr})")
 
 

@@ -106,7 +106,6 @@ _start:
     plant p_iretw,      U, "iretw",  0, 0x66, 0xcf
     plant p_sysenter,   U, "sysenter", 0, 0x0f, 0x34
     plant p_sysexit,    P, "sysexit", 0, 0x0f, 0x35
-    plant p_int80,      U, "int",    0, 0xcd, 0x80
     plant p_int_3,      U, "int",    0, 0xcd, 0x03
     plant p_into,       U, "into",   0, 0xce
     plant p_int1,       U, "int1",   0, 0xf1
@@ -184,7 +183,7 @@ _start:
     marked m_popf,      U, "popfl",  0x9d
     marked m_mov_to_ds, U, "movl",   0x8e, 0xd8
     marked m_lret,      U, "lret",   0xcb
-    marked m_int80,     U, "int",    0xcd, 0x80
+    marked m_int81,     U, "int",    0xcd, 0x81
     marked m_cli,       P, "cli",    0xfa
 
 /* A byte of data before a function: decoded from there, 0f would swallow

@@ -132,7 +132,7 @@
 	lretl
 	lret $8
 	lretw
-	int $0x80
+	int $0x81
 	into
 	sysenter
 	sysexit

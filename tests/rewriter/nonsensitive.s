@@ -24,6 +24,7 @@
 	movsbl %al, %eax
 	int3
 	int $3
+	int $0x80
 	inc %eax
 	outside_code = 1
 	lretfoo = 2
