@@ -89,4 +89,4 @@ guest-kernel: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit.txt $(GUEST_DIR)/b
 guest-kernel-plain: $(GUEST_DIR)/vmlinux-plain $(GUEST_DIR)/bzImage-plain
 
 # Enable once ring3-as and `ring3 audit` exist (tests/test_guest_kernel.py needs them):
-TEST_DEPS += guest-kernel
+TEST_DEPS += guest-kernel guest-kernel-plain
