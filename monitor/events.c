@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest_console.h"
 #include "vcpu.h"
 
 #include "../hw/clock.h"
@@ -172,6 +173,8 @@ void events_wait(struct vcpu *v)
             fprintf(stderr, "ring3: the guest halted waiting for an interrupt that cannot come\n");
             monitor_exit(v, 0);
         }
+        /* What the guest printed reaches the host before it sleeps: a prompt has no newline. */
+        guest_console_flush();
         sigset_t none;
         sigemptyset(&none);
         int n = ppoll(&pfd, want_input ? 1 : 0, timeout, &none);

@@ -90,6 +90,8 @@ int run_main(int argc, char **argv)
         fprintf(stderr, "ring3: cannot open serial file '%s': %s\n", o.serial_path, strerror(errno));
         return 2;
     }
+    if (isatty(fileno(serial_out)))
+        setvbuf(serial_out, NULL, _IONBF, 0);   /* a terminal sees each byte as the UART sends it */
     if (guest_console_init(serial_out, o.cmd, &cmd_archive, &cmd_len)) {
         fprintf(stderr, "ring3: cannot prepare --cmd: %s\n", strerror(errno));
         return 1;
