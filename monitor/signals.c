@@ -87,6 +87,18 @@ static void sync_user_segments(struct vcpu *v, uint64_t fsbase)
     seg_sync_user(v, real, fsbase, gsbase);
 }
 
+/* A sysenter of guest code that the host kernel took (Intel; monitor/host_probe.c):
+ * it came back at its landing pad with the guest's %ebp as the stack pointer,
+ * %ebp loaded from [%ebp], and the guest's %esp lost. The guest's own
+ * sysenter takes its stack from the MSR and, by the Linux convention, the
+ * user's stack from %ebp, so putting %ebp back is all that is needed. */
+static void host_took_sysenter(struct vcpu *v)
+{
+    v->sh->regs[REG_EBP] = v->sh->regs[REG_ESP];
+    TRACE(v, "sysenter returned by the host at %08x", v->sh->eip);
+    emulate_entry(v, R3_E_SYSENTER, 0, 0);
+}
+
 /* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1). */
 static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucontext_t *uc)
 {
@@ -98,6 +110,13 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         if (trapno == TRAP_PF) {
             uint32_t addr = (uint32_t)(uintptr_t)si->si_addr;
             enum mmu_access a = err & PF_ERR_FETCH ? MMU_FETCH : err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ;
+            /* The host could not read [%ebp] for a sysenter: -EFAULT in %eax, and a
+             * fetch fault at its landing pad. */
+            if (a == MMU_FETCH && v->host_sysenter_pad && addr == v->host_sysenter_pad &&
+                v->sh->eip == addr) {
+                host_took_sysenter(v);
+                return;
+            }
             if ((uintptr_t)si->si_addr < (1ull << 32) && mmu_fill(v, addr, a))
                 return;         /* the host TLB is filled: retry the instruction */
             v->cr2 = addr;
@@ -127,6 +146,10 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
          * guest's software interrupt, sysenter the guest's fast call. The
          * host reports the address after the instruction. */
         uint8_t insn[2];
+        if (v->host_sysenter_pad && v->sh->eip == v->host_sysenter_pad) {
+            host_took_sysenter(v);
+            return;
+        }
         v->fault_eip = v->sh->eip - 2;
         mmu_read(v, v->sh->eip - 2, insn, 2, false);
         if (insn[0] == 0xCD) {

@@ -92,6 +92,7 @@ struct vcpu {
     FILE *trace;                    /* --trace log, or NULL */
     bool exit_requested;
     int exit_status;
+    uint32_t host_sysenter_pad;     /* where the host returns a compat sysenter; 0: it raises #UD */
     bool booting_linux;             /* Linux boot protocol: hlt with IF clear is its power-off */
     bool report_time;               /* --time */
     uint64_t start_ns, first_user_ns;   /* monitor start; first entry to CPL 3 */
