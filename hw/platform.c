@@ -1,6 +1,8 @@
 /* The PC platform: one call creates and wires every legacy device. */
 #include "platform.h"
 
+#include "pci_host.h"
+
 int platform_init(struct platform *p, const struct platform_config *cfg)
 {
     *p = (struct platform){ 0 };
@@ -16,6 +18,8 @@ int platform_init(struct platform *p, const struct platform_config *cfg)
                                  cfg->console_tx, cfg->console_opaque, "com1") : NULL;
     p->rtc = p->pic ? rtc_init(p->io, pic_irq(p->pic, RTC_IRQ), p->clock, wall) : NULL;
     p->pci = pci_init(p->io);
+    if (p->pci && pci_host_init(p->pci))
+        goto fail;
     p->port80 = port80_init(p->io);
     if (!cfg->no_debugexit) {
         p->debugexit = debugexit_init(p->io, DEBUGEXIT_BASE, DEBUGEXIT_LEN,

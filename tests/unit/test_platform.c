@@ -114,12 +114,14 @@ int main(void)
     outb(0x20, 0x20);
     CHECK(!pic_intr_pending(p.pic));
 
-    /* CMOS memory size for 64 MiB; PCI is empty; debug-exit works. */
+    /* CMOS memory size for 64 MiB; PCI holds the host bridge alone; debug-exit works. */
     outb(0x70, 0x34);
     uint8_t lo = inb(0x71);
     outb(0x70, 0x35);
     CHECK_EQ(lo | inb(0x71) << 8, (64 - 16) * 16);
     io_out(p.io, 0xCF8, 4, 0x80000000);
+    CHECK_EQ(io_in(p.io, 0xCFC, 4), 0x12378086);
+    io_out(p.io, 0xCF8, 4, 0x80000800);
     CHECK_EQ(io_in(p.io, 0xCFC, 4), 0xFFFFFFFF);
     int status = 0;
     CHECK(!debugexit_requested(p.debugexit, &status));
