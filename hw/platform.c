@@ -21,13 +21,14 @@ int platform_init(struct platform *p, const struct platform_config *cfg)
     if (p->pci && pci_host_init(p->pci))
         goto fail;
     p->port80 = port80_init(p->io);
+    p->i8042 = i8042_init(p->io);
     if (!cfg->no_debugexit) {
         p->debugexit = debugexit_init(p->io, DEBUGEXIT_BASE, DEBUGEXIT_LEN,
                                       cfg->exit_notify, cfg->exit_opaque);
         if (p->debugexit == NULL)
             goto fail;
     }
-    if (!p->pic || !p->pit || !p->com1 || !p->rtc || !p->pci || !p->port80)
+    if (!p->pic || !p->pit || !p->com1 || !p->rtc || !p->pci || !p->port80 || !p->i8042)
         goto fail;
     rtc_set_memory(p->rtc, cfg->mem_bytes);
     return 0;
@@ -39,6 +40,7 @@ fail:
 void platform_destroy(struct platform *p)
 {
     debugexit_free(p->debugexit);
+    i8042_free(p->i8042);
     port80_free(p->port80);
     pci_free(p->pci);
     rtc_free(p->rtc);

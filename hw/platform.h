@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "debugexit.h"
+#include "i8042.h"
 #include "io.h"
 #include "irq.h"
 #include "pci.h"
@@ -39,6 +40,7 @@ struct platform {
     struct pci_bus *pci;
     struct debugexit *debugexit;    /* NULL with no_debugexit */
     struct port80 *port80;
+    struct i8042 *i8042;    /* 0x60, 0x64: the reset line */
     const struct hw_clock *clock;
 };
 

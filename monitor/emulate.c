@@ -1,10 +1,12 @@
 /* The ABI entries (include/ring3/abi.h): each sensitive instruction as the SDM defines it. */
 #include <string.h>
 
+#include "guest_console.h"
 #include "runtime.h"
 #include "vcpu.h"
 
 #include "../hw/debugexit.h"
+#include "../hw/i8042.h"
 #include "../hw/io.h"
 #include "../hw/platform.h"
 #include "../hw/uart.h"
@@ -117,6 +119,15 @@ static void check_debug_exit(struct vcpu *v)
     if (v->plat->debugexit && debugexit_requested(v->plat->debugexit, &status)) {
         TRACE(v, "debug exit %d", status);
         monitor_exit(v, status);
+    }
+    /* A reboot ends the run, as `qemu -no-reboot` does; under --cmd it is a power-off. */
+    if (i8042_reset_requested(v->plat->i8042)) {
+        TRACE(v, "reset through the 8042");
+        guest_console_flush();
+        console_restore();
+        if (!guest_console_cmd_mode())
+            fprintf(stderr, "\r\nring3: the guest reset the machine; ring3 does not restart it\n");
+        monitor_exit(v, 0);
     }
 }
 
