@@ -1,5 +1,8 @@
 /* The CPU the guest sees: the host's CPUID with what ring3 does not emulate taken out, and the MSRs. */
+#include <asm/prctl.h>
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 #include <x86intrin.h>
 
@@ -33,10 +36,32 @@
 /* Leaf 7 ECX: hidden are UMIP, PKU and OSPKE. */
 #define LEAF7_ECX_HIDE (B(2) | B(3) | B(4))
 
+/* CPUID faulting (arch_prctl ARCH_SET_CPUID; Intel CPUs have it, this
+ * kernel's AMD support needs Zen 4's CpuidUserDis): when on, a guest
+ * process's cpuid raises #GP and gets the same filtered view as the guest
+ * kernel, instead of the host's. The monitor's own cpuid faults too, so it
+ * turns faulting off around it. */
+static bool cpuid_faulting;
+
+bool cpu_cpuid_faulting_on(void)
+{
+    cpuid_faulting = syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) == 0;
+    return cpuid_faulting;
+}
+
+static void host_cpuid(uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+    if (cpuid_faulting)
+        syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
+    __cpuid_count(leaf, sub, out[0], out[1], out[2], out[3]);
+    if (cpuid_faulting)
+        syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0);
+}
+
 void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
     (void)v;
-    __cpuid_count(leaf, sub, out[0], out[1], out[2], out[3]);
+    host_cpuid(leaf, sub, out);
     switch (leaf) {
     case 1:
         out[1] &= 0x0000FFFFu;     /* one logical CPU, APIC ID 0 */
@@ -67,7 +92,7 @@ void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
              * compacted size here (EBX) counts the host's IA32_XSS states, which
              * the guest does not have, so the guest keeps the standard format. */
             uint32_t std[4];
-            __cpuid_count(0xD, 0, std[0], std[1], std[2], std[3]);
+            host_cpuid(0xD, 0, std);
             out[0] &= ~(B(1) | B(3));
             out[1] = std[1];
             out[2] = out[3] = 0;

@@ -1,9 +1,10 @@
-/* Decodes the I/O-sensitive instructions unrewritten guest code may run: cli, sti, in, out, ins, outs.
+/* Decodes the sensitive instructions unrewritten guest code may run that arrive as #GP: cli, sti, in, out, ins, outs, cpuid.
  *
  * Guest processes are not rewritten. With IOPL 3 (SDM vol. 1, 18.2; vol. 3,
- * 6.8.1) these are legal at CPL 3, but the host keeps the real IOPL at 0, so
- * they fault and arrive here as #GP; the monitor then runs them through the
- * same ABI entries rewritten code calls.
+ * 6.8.1) the I/O instructions are legal at CPL 3, but the host keeps the
+ * real IOPL at 0, so they fault and arrive here as #GP; with CPUID faulting
+ * on, so does cpuid. The monitor then runs them through the same ABI entries
+ * rewritten code calls.
  */
 #include "ring3/abi.h"
 #include "vcpu.h"
@@ -39,6 +40,12 @@ bool decode_io_instruction(struct vcpu *v)
     unsigned entry, bytes = op & 1 ? opsize : 1;
     uint32_t desc, aux = 0;
     switch (op) {
+    case 0x0F:
+        if (code[i++] != 0xA2)
+            return false;
+        entry = R3_E_CPUID;     /* faulting (CPUID faulting), not IOPL-sensitive */
+        desc = 0;
+        break;
     case 0xFA: entry = R3_E_CLI; desc = 0; break;
     case 0xFB: entry = R3_E_STI; desc = 0; break;
     case 0xE4: case 0xE5: case 0xE6: case 0xE7:

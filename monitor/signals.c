@@ -263,6 +263,7 @@ int signals_init(struct vcpu *v)
     for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         if (syscall(SYS_rt_sigaction, sigs[i], &sa, NULL, sizeof sa.mask))
             return -1;
+    cpu_cpuid_faulting_on();
     /* Every system call outside r3_sigreturn raises SIGSYS while the selector says block. */
     return prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (unsigned long)r3_sigreturn,
                  (unsigned long)(r3_sigreturn_end - r3_sigreturn), &r3_sud_selector);

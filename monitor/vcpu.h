@@ -216,6 +216,8 @@ void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value);
 bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value);
 void cpu_reset_msrs(struct vcpu *v);
+/* Make guest processes' cpuid trap (#GP) where the host allows it; returns whether it does. */
+bool cpu_cpuid_faulting_on(void);
 /* The host's TSC frequency in kHz, measured (10 ms). */
 uint32_t cpu_tsc_khz(void);
 
