@@ -72,6 +72,23 @@ static void start_state(struct vcpu *v, const struct boot_state *bs)
     cpu_reset_msrs(v);
 }
 
+/* The kernel command line the user's --append becomes (malloc'd; NULL if out
+ * of memory). --cmd keeps the kernel's own messages off the console the
+ * command prints to; the default guest's console learns this terminal's
+ * size (guest/initramfs/init). */
+static char *guest_append(const struct r3_options *o)
+{
+    char winsize[48] = "", *append;
+    struct winsize ws;
+
+    if (o->kernel_default && o->serial == R3_SERIAL_STDIO && !o->cmd &&
+        ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+        snprintf(winsize, sizeof winsize, "ring3.rows=%u ring3.cols=%u ", ws.ws_row, ws.ws_col);
+    if (asprintf(&append, "%s%s%s", o->cmd ? "quiet " : "", winsize, o->append) < 0)
+        return NULL;
+    return append;
+}
+
 int run_main(int argc, char **argv)
 {
     struct r3_options o;
@@ -100,14 +117,7 @@ int run_main(int argc, char **argv)
         fprintf(stderr, "ring3: cannot prepare --cmd: %s\n", strerror(errno));
         return 1;
     }
-    /* --cmd keeps the kernel's own messages off the console the command prints to. */
-    /* The default guest's serial console learns this terminal's size (guest/initramfs/init). */
-    char winsize[48] = "";
-    struct winsize ws;
-    if (o.kernel_default && o.serial == R3_SERIAL_STDIO && !o.cmd && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 &&
-        ws.ws_row && ws.ws_col)
-        snprintf(winsize, sizeof winsize, "ring3.rows=%u ring3.cols=%u ", ws.ws_row, ws.ws_col);
-    if (asprintf(&append, "%s%s%s", o.cmd ? "quiet " : "", winsize, o.append) < 0) {
+    if (!(append = guest_append(&o))) {
         fprintf(stderr, "ring3: out of memory\n");
         return 1;
     }
