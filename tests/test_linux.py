@@ -99,6 +99,15 @@ def test_command_quoting_survives():
     assert ok(command) == "a b|$HOME|it's|\nline\ntwo\n"
 
 
+def test_kernel_panic_has_its_own_status():
+    """No init to run: the kernel panics; the panic text reaches stderr (--cmd hides the
+    console) and the status is 5, not one shared with an internal error."""
+    p = guest("true", "--append", "rdinit=/nonexistent init=/nonexistent")
+    assert p.returncode == 5, p.stderr
+    assert "Kernel panic - not syncing" in p.stderr, p.stderr
+    assert "the guest kernel panicked" in p.stderr.splitlines()[-1]
+
+
 def test_time_reports_boot():
     p = guest("true", "--time")
     assert p.returncode == 0
