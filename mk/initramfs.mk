@@ -1,44 +1,67 @@
 # The guest's initramfs: Debian's busybox-static:i386, our /init and our test programs.
 #
-#   make initramfs    build/guest/initramfs.cpio.gz (newc, gzip)
+#   make initramfs        build/guest/initramfs.cpio.gz (newc, gzip)
+#   make guest-programs   build/guest/programs/<name>: static i386, for the guest and the host
 #
 # The archive is listed in a gen_init_cpio spec (the kernel's own tool, built from the
-# unpacked source), so that /dev/console exists without root. Rebuilt only when an input
-# changes.
+# unpacked source), so that /dev/console exists without root. Every file is rebuilt only when
+# one of its inputs changes.
 
-INITRAMFS     := $(B)/guest/initramfs.cpio.gz
-INITRAMFS_DIR := $(B)/guest/initramfs
-GEN_INIT_CPIO := $(B)/guest/gen_init_cpio
-GUEST_PROGRAMS := touchmem segv simd getpid forkexec
+INITRAMFS       := $(B)/guest/initramfs.cpio.gz
+INITRAMFS_DIR   := $(B)/guest/initramfs
+GEN_INIT_CPIO   := $(B)/guest/gen_init_cpio
+GUEST_BUSYBOX   := $(INITRAMFS_DIR)/busybox
+GUEST_INIT      := guest/initramfs/init
+GUEST_PROGRAMS  := touchmem segv simd getpid forkexec
 GUEST_PROG_BINS := $(patsubst %,$(B)/guest/programs/%,$(GUEST_PROGRAMS))
-# Static i386 programs of ours; they run unrewritten in the guest, as any Debian binary does.
-GUEST_PROG_CFLAGS := -m32 -static -std=gnu11 -O2 -Wall -Wextra -Werror
+# Static i386 programs of ours; they run unrewritten in the guest, as any Debian binary does,
+# and natively on the x86-64 host.
+GUEST_PROG_CFLAGS := -m32 -static -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror
 
-.PHONY: initramfs
+.PHONY: initramfs guest-programs
 initramfs: $(INITRAMFS)
+guest-programs: $(GUEST_PROG_BINS)
 
 $(GEN_INIT_CPIO): $(GUEST_SRC)/.ring3-unpacked
 	@mkdir -p $(@D)
 	$(CC) -O2 -o $@ $(GUEST_SRC)/usr/gen_init_cpio.c
 
-$(B)/guest/programs/%: guest/programs/%.c
+$(B)/guest/programs/%: guest/programs/%.c mk/initramfs.mk
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_PROG_CFLAGS) -o $@ $<
 
-# The busybox of the busybox-static:i386 package (tools/install-deps.sh installs it).
-$(INITRAMFS_DIR)/spec: guest/initramfs/init mk/initramfs.mk $(GUEST_PROG_BINS)
+# busybox: the file of the installed busybox-static:i386 (DEPS in the Makefile installs it);
+# when that package is not installed, the same package fetched by apt-get download and
+# unpacked under build/ (no root needed, nothing on the host replaced).
+BUSYBOX_I386 := $(wildcard $(shell dpkg-query -L busybox-static:i386 2>/dev/null | grep -m1 '/bin/busybox$$'))
+ifneq ($(BUSYBOX_I386),)
+$(GUEST_BUSYBOX): $(BUSYBOX_I386)
 	@mkdir -p $(@D)
-	busybox=$$(dpkg -L busybox-static:i386 | grep '/bin/busybox$$') && \
-	{ for d in /bin /sbin /usr /usr/bin /usr/sbin /dev /proc /sys /tmp /root /etc; do \
+	cp $< $@.tmp && mv $@.tmp $@
+else
+$(GUEST_BUSYBOX):
+	rm -rf $(@D)/deb && mkdir -p $(@D)/deb
+	cd $(@D)/deb && apt-get download busybox-static:i386
+	dpkg-deb -x $(@D)/deb/busybox-static_*_i386.deb $(@D)/deb/root
+	cp $(@D)/deb/root/bin/busybox $@.tmp && mv $@.tmp $@
+endif
+
+# The file list: directories, the console node, /init, busybox and a symbolic link for each
+# of its applets where `busybox --list-full` puts it, our programs in /usr/bin.
+$(INITRAMFS_DIR)/spec: $(GUEST_BUSYBOX) mk/initramfs.mk
+	@mkdir -p $(@D)
+	set -o pipefail; \
+	{ for d in /bin /sbin /usr /usr/bin /usr/sbin /dev /proc /sys /root /etc; do \
 	      echo "dir $$d 755 0 0"; done; \
+	  echo "dir /tmp 1777 0 0"; \
 	  echo "nod /dev/console 600 0 0 c 5 1"; \
-	  echo "file /init $(abspath guest/initramfs/init) 755 0 0"; \
-	  echo "file /bin/busybox $$busybox 755 0 0"; \
-	  $$busybox --list-full | grep -vx bin/busybox | sed 's|.*|slink /& /bin/busybox 777 0 0|'; \
-	  for p in $(GUEST_PROG_BINS); do echo "file /usr/bin/$${p##*/} $(abspath .)/$$p 755 0 0"; done; \
+	  echo "file /init $(GUEST_INIT) 755 0 0"; \
+	  echo "file /bin/busybox $(GUEST_BUSYBOX) 755 0 0"; \
+	  $(GUEST_BUSYBOX) --list-full | grep -vx bin/busybox | sed 's|.*|slink /& /bin/busybox 777 0 0|'; \
+	  for p in $(GUEST_PROG_BINS); do echo "file /usr/bin/$${p##*/} $$p 755 0 0"; done; \
 	} > $@.tmp && mv $@.tmp $@
 
-$(INITRAMFS): $(INITRAMFS_DIR)/spec $(GEN_INIT_CPIO)
+$(INITRAMFS): $(INITRAMFS_DIR)/spec $(GEN_INIT_CPIO) $(GUEST_INIT) $(GUEST_BUSYBOX) $(GUEST_PROG_BINS)
 	$(GEN_INIT_CPIO) $< | gzip -9n > $@.tmp && mv $@.tmp $@
 
 TEST_DEPS += $(INITRAMFS)

@@ -1,13 +1,76 @@
-/* simd [N]: two processes keep their own values in xmm0-7 (and the upper ymm halves when AVX is usable)
- * across N yields each, checking them every time: the guest kernel must save the vector state. */
+/* simd [N]: two processes each keep their own values in xmm0-7 (and in the upper halves of
+ * ymm0-7 when AVX is usable) across N sched_yield calls, checking them after every one: the
+ * kernel must save and restore each process's vector state when it switches between them. */
 #include <cpuid.h>
-#include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* What one asm statement works on, addressed through %edx so that no other operand needs a
+ * register: the values to hold, where the registers go after each yield, and the counts. */
+struct hold {
+    uint8_t want[256];      /* register i from want + i * width, width 16 (xmm) or 32 (ymm) */
+    uint8_t seen[256];
+    long iterations, intact;
+};
+_Static_assert(offsetof(struct hold, seen) == 256 && offsetof(struct hold, iterations) == 512 &&
+               offsetof(struct hold, intact) == 516, "the asm below hard-codes these offsets");
+
+/* The compiler may keep values in xmm registers only when it is allowed SSE (not with -m32's
+ * default i686); then it must know that the asm below overwrites them. */
+#ifdef __SSE__
+#define XMM_CLOBBERS , "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7"
+#else
+#define XMM_CLOBBERS
+#endif
+
+#define ROWS8(row, w)  row(0, w) row(1, w) row(2, w) row(3, w) row(4, w) row(5, w) row(6, w) row(7, w)
+#define LOAD_SSE(i, w)  "movdqu  " #i "*" #w "(%%edx), %%xmm" #i "\n\t"
+#define STORE_SSE(i, w) "movdqu  %%xmm" #i ", 256+" #i "*" #w "(%%edx)\n\t"
+#define LOAD_AVX(i, w)  "vmovdqu " #i "*" #w "(%%edx), %%ymm" #i "\n\t"
+#define STORE_AVX(i, w) "vmovdqu %%ymm" #i ", 256+" #i "*" #w "(%%edx)\n\t"
+
+/* Load the eight registers once from h->want, then up to h->iterations times: sched_yield
+ * through int $0x80, store the registers to h->seen and compare it with h->want. Stops at the
+ * first difference; h->intact counts the yields that kept every value. All in one asm
+ * statement, so no compiled code runs while the registers hold the values. */
+#define HOLD_LOOP(load, store, w, tail)                                                         \
+    __asm__ volatile(ROWS8(load, w)                                                             \
+                     "1:\n\t"                                                                    \
+                     "movl %[nr], %%eax\n\t"                                                     \
+                     "int $0x80\n\t"                                                             \
+                     ROWS8(store, w)                                                             \
+                     "movl %%edx, %%esi\n\t"                                                     \
+                     "leal 256(%%edx), %%edi\n\t"                                                \
+                     "movl $8*" #w "/4, %%ecx\n\t"                                               \
+                     "cld\n\t"                                                                   \
+                     "repe cmpsl\n\t"                                                            \
+                     "jne 2f\n\t"                                                                \
+                     "incl 516(%%edx)\n\t"                                                       \
+                     "movl 516(%%edx), %%eax\n\t"                                                \
+                     "cmpl 512(%%edx), %%eax\n\t"                                                \
+                     "jb 1b\n"                                                                    \
+                     "2:\n\t" tail                                                               \
+                     : : "d"(h), [nr] "i"(SYS_sched_yield)                                       \
+                     : "eax", "ecx", "esi", "edi", "cc", "memory" XMM_CLOBBERS)
+
+static void hold_sse(struct hold *h)
+{
+    HOLD_LOOP(LOAD_SSE, STORE_SSE, 16, "");
+}
+
+static void hold_avx(struct hold *h)
+{
+    /* vzeroupper: leave no dirty upper halves behind for the SSE code of libc. */
+    HOLD_LOOP(LOAD_AVX, STORE_AVX, 32, "vzeroupper");
+}
+
+/* AVX is usable when the CPU has it and the kernel enabled its state in XCR0 (CPUID.1:ECX
+ * OSXSAVE bit 27 and AVX bit 28; XCR0 bits 1 SSE and 2 AVX): Intel SDM vol. 1, 14.3. */
 static int avx_usable(void)
 {
     unsigned a, b, c, d, lo, hi;
@@ -17,61 +80,60 @@ static int avx_usable(void)
     return (lo & 6) == 6;
 }
 
-/* Fill xmm0-7 (or ymm0-7) from (v), yield, and compare them with (v) again. */
-static int round_trip(const uint8_t *v, int avx)
+/* One process: bit 0 of the result is set if its xmm values were lost, bit 1 its ymm ones. */
+static int worker(int id, long iterations, int avx)
 {
-    uint8_t out[8 * 32];
-    if (avx) {
-        __asm__ volatile("vmovdqu 0(%0), %%ymm0; vmovdqu 32(%0), %%ymm1; vmovdqu 64(%0), %%ymm2;"
-                         "vmovdqu 96(%0), %%ymm3; vmovdqu 128(%0), %%ymm4; vmovdqu 160(%0), %%ymm5;"
-                         "vmovdqu 192(%0), %%ymm6; vmovdqu 224(%0), %%ymm7" : : "r"(v) : "memory");
-    } else {
-        __asm__ volatile("movdqu 0(%0), %%xmm0; movdqu 32(%0), %%xmm1; movdqu 64(%0), %%xmm2;"
-                         "movdqu 96(%0), %%xmm3; movdqu 128(%0), %%xmm4; movdqu 160(%0), %%xmm5;"
-                         "movdqu 192(%0), %%xmm6; movdqu 224(%0), %%xmm7" : : "r"(v) : "memory");
-    }
-    /* A raw system call: libc code between here and the check could use the registers. */
-    __asm__ volatile("int $0x80" : : "a"(158) : "memory");     /* sched_yield */
-    if (avx) {
-        __asm__ volatile("vmovdqu %%ymm0, 0(%0); vmovdqu %%ymm1, 32(%0); vmovdqu %%ymm2, 64(%0);"
-                         "vmovdqu %%ymm3, 96(%0); vmovdqu %%ymm4, 128(%0); vmovdqu %%ymm5, 160(%0);"
-                         "vmovdqu %%ymm6, 192(%0); vmovdqu %%ymm7, 224(%0); vzeroupper" : : "r"(out) : "memory");
-    } else {
-        __asm__ volatile("movdqu %%xmm0, 0(%0); movdqu %%xmm1, 32(%0); movdqu %%xmm2, 64(%0);"
-                         "movdqu %%xmm3, 96(%0); movdqu %%xmm4, 128(%0); movdqu %%xmm5, 160(%0);"
-                         "movdqu %%xmm6, 192(%0); movdqu %%xmm7, 224(%0)" : : "r"(out) : "memory");
-    }
-    for (int r = 0; r < 8; r++)
-        for (int i = 0; i < (avx ? 32 : 16); i++)
-            if (out[r * 32 + i] != v[r * 32 + i])
-                return 0;
-    return 1;
-}
+    static struct hold h;
+    int lost = 0;
 
-static int worker(int id, int iterations, int avx)
-{
-    uint8_t v[8 * 32];
-    for (int it = 0; it < iterations; it++) {
-        for (int i = 0; i < (int)sizeof v; i++)
-            v[i] = (uint8_t)(id * 101 + it * 7 + i);
-        if (!round_trip(v, 0) || (avx && !round_trip(v, 1)))
-            return 1;
+    for (int phase = 0; phase < 1 + avx; phase++) {
+        /* Every byte differs between the two processes and between the two phases. */
+        for (int i = 0; i < 256; i++)
+            h.want[i] = (uint8_t)(i + 0x40 * id + 0x80 * phase);
+        h.iterations = iterations;
+        h.intact = 0;
+        if (phase == 0)
+            hold_sse(&h);
+        else
+            hold_avx(&h);
+        if (h.intact != iterations) {
+            fprintf(stderr, "simd: process %d lost its %s values after %ld of %ld yields\n", id,
+                    phase ? "ymm" : "xmm", h.intact, iterations);
+            lost |= 1 << phase;
+        }
     }
-    return 0;
+    return lost;
 }
 
 int main(int argc, char **argv)
 {
-    int iterations = argc > 1 ? atoi(argv[1]) : 2000, avx = avx_usable(), failed = 0;
+    long iterations = argc > 1 ? atol(argv[1]) : 2000;
+    int avx = avx_usable(), lost = 0;
     pid_t pid[2];
-    for (int id = 0; id < 2; id++)
-        if ((pid[id] = fork()) == 0)
+
+    if (iterations < 1) {
+        fprintf(stderr, "usage: simd [ITERATIONS>0]\n");
+        return 2;
+    }
+    for (int id = 0; id < 2; id++) {
+        pid[id] = fork();
+        if (pid[id] < 0) {
+            perror("simd: fork");
+            return 2;
+        }
+        if (pid[id] == 0)
             _exit(worker(id + 1, iterations, avx));
+    }
     for (int id = 0; id < 2; id++) {
         int st;
-        if (waitpid(pid[id], &st, 0) != pid[id] || !WIFEXITED(st) || WEXITSTATUS(st))
-            failed = 1;
+        if (waitpid(pid[id], &st, 0) != pid[id] || !WIFEXITED(st)) {
+            fprintf(stderr, "simd: process %d did not exit normally\n", id + 1);
+            lost |= 3;
+        } else {
+            lost |= WEXITSTATUS(st);
+        }
     }
-    printf("simd: sse %s avx %s\n", failed ? "LOST" : "ok", !avx ? "absent" : failed ? "LOST" : "ok");
-    return failed;
+    printf("simd: sse %s avx %s\n", lost & 1 ? "LOST" : "ok",
+           !avx ? "absent" : lost & 2 ? "LOST" : "ok");
+    return lost ? 1 : 0;
 }
