@@ -39,5 +39,6 @@ clean:
 	rm -rf $(B)/bin $(B)/obj $(B)/tests $(B)/testguests
 
 # The default guest: Linux with the busybox initramfs, on this terminal (README).
-run: all guest-kernel initramfs
+run: all initramfs
+	@$(MAKE) --no-print-directory $(if $(wildcard $(B)/guest/bzImage),GUEST_FORCE=) guest-kernel
 	$(BIN)/ring3 run
