@@ -98,7 +98,10 @@ int linux_parse_bzimage(const char *name, const uint8_t *head, size_t len, uint6
         hdr_end = HDR_END;
     li->hdr_len = hdr_end - BP_HDR;
     memcpy(li->hdr, head + BP_HDR, li->hdr_len);
+    /* The command line must fit the page ring3 gives it, whatever the header says. */
     li->cmdline_max = get32(head + OFF_CMDLINE_SIZE);
+    if (li->cmdline_max == 0 || li->cmdline_max >= GM_PAGE_SIZE)
+        li->cmdline_max = li->cmdline_max ? GM_PAGE_SIZE - 1 : 255;
     li->initrd_addr_max = get32(head + OFF_INITRD_ADDR_MAX);
     li->pref_address = get64(head + OFF_PREF_ADDRESS);
     li->init_size = get32(head + OFF_INIT_SIZE);
@@ -194,7 +197,7 @@ void linux_write_boot(struct guestmem *gm, const struct linux_image *li, const c
     put32(bp + OFF_RAMDISK_SIZE, initrd_size);
     if (li->bzimage)
         put32(bp + OFF_CODE32_START, LINUX_BZIMAGE_LOAD);
-    strcpy((char *)guestmem_ptr(gm, LINUX_CMDLINE, li->cmdline_max + 1), cmdline);
+    memcpy(guestmem_ptr(gm, LINUX_CMDLINE, strlen(cmdline) + 1), cmdline, strlen(cmdline) + 1);
 
     /* The e820 map is the same PC layout Multiboot guests are told about. */
     for (int i = 0; i < n && e < BP_E820_MAX; i++, e++) {

@@ -207,7 +207,8 @@ void mmu_flush(struct vcpu *v, bool keep_global);
 
 /* Change the virtual CPL. Going out to CPL 3 drops the host mappings that
  * grant more than user mode may have (supervisor pages, writes allowed only
- * by CR0.WP = 0); user-accessible mappings serve both levels. */
+ * by CR0.WP = 0), and copies the guest's TLS descriptors into the host GDT
+ * (seg_sync_tls); user-accessible mappings serve both levels. */
 void mmu_set_cpl(struct vcpu *v, unsigned cpl);
 void mmu_init(struct vcpu *v);
 

@@ -7,6 +7,7 @@ build/bin/ring3).
 import os
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,20 @@ def rewritten_vmlinux():
     # cli; hlt as ring3-as writes them: call *%cs:R3_TABLE+4*N (2E FF 15 addr32).
     site = b"\x2e\xff\x15" + struct.pack("<I", 0xFFFF0000 + 4 * 1)
     return elf32([(0x100000, 0x1000)], multiboot=False, code=site + b"\xeb\xfe")
+
+
+def test_bzimage_with_absurd_header_fields_boots_safely(write):
+    """cmdline_size and init_size as a corrupt header might have them: the loader keeps the
+    command line to its own page and runs the code (cli; hlt as ring3-as writes them)."""
+    sys.path.insert(0, str(ROOT / "rewriter"))
+    from ring3as import abi
+    image = bzimage_header(0x020f)
+    image[0x238:0x23C] = struct.pack("<I", 0xFFFFFFFF)              # cmdline_size
+    image[0x258:0x260] = struct.pack("<Q", 0x1000000)               # pref_address
+    image[0x260:0x264] = struct.pack("<I", 0x1000)                  # init_size
+    code = b"".join(b"\x2e\xff\x15" + struct.pack("<I", abi.slot_address(e)) for e in ("CLI", "HLT"))
+    p = run("--append", "x" * 3000, write("bzImage", bytes(image[:1024]) + code + bytes(64)))
+    assert (p.returncode, p.stderr) == (0, ""), p.stderr
 
 
 def test_initrd_not_cpio(write):
