@@ -45,24 +45,6 @@ static bool has_rep_prefix(const cs_insn *insn)
     return false;
 }
 
-/* A rewritten site's `call *%cs:R3_TABLE+4*n` (2e ff 15 abs32) for an entry
- * that never returns to the site: the next bytes are not reached from here. */
-static bool is_noreturn_site(const cs_insn *insn)
-{
-    if (insn->size != R3_CALL_LEN || insn->bytes[0] != 0x2E || insn->bytes[1] != 0xFF ||
-        insn->bytes[2] != 0x15)
-        return false;
-    uint32_t target = (uint32_t)insn->bytes[3] | (uint32_t)insn->bytes[4] << 8 |
-                      (uint32_t)insn->bytes[5] << 16 | (uint32_t)insn->bytes[6] << 24;
-    if (target < R3_TABLE || target >= R3_TABLE + 4 * R3_ENTRY_COUNT || target % 4)
-        return false;
-    switch ((target - R3_TABLE) / 4) {
-    case R3_E_IRET: case R3_E_LJMP: case R3_E_LRET: case R3_E_SYSEXIT:
-        return true;
-    }
-    return false;
-}
-
 /* mov with a control, debug or segment register: the direction is in the
  * opcode (SDM vol 2: 0f 20/22 mov from/to CRn, 0f 21/23 DRn, 8c/8e Sreg). */
 static struct sens_info classify_mov(const cs_x86 *x)
@@ -186,16 +168,6 @@ struct sens_info sens_classify(const cs_insn *insn)
 
     if (info.cls == SENS_PRIVILEGED && info.entry == R3_E_WBNOINVD)
         info.name = "wbnoinvd";
-    switch (insn->id) {
-    case X86_INS_RET: case X86_INS_RETF: case X86_INS_JMP: case X86_INS_LJMP:
-    case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_SYSEXIT:
-    case X86_INS_UD2: case X86_INS_UD2B: case X86_INS_UD0:
-        info.terminator = true;
-        break;
-    case X86_INS_CALL:
-        info.terminator = is_noreturn_site(insn);
-        break;
-    }
     return info;
 }
 
@@ -250,35 +222,34 @@ static const struct extra_op {
     const char *name;
     enum sens_class cls;
     int entry;
-    bool terminator;
 } extra_ops[] = {
     /* ud1 and ud0 take a ModRM operand (SDM vol 2, UD); Capstone stops after
      * the opcode. Linux encodes BUG and UBSAN traps and static-call
      * signatures with them. */
-    { ANY_PREFIX, { 0xB9 }, 1, ANY_MODRM, -1, ANY_FORM, "ud1", SENS_NONE, SENS_NO_ENTRY, true },
-    { ANY_PREFIX, { 0xFF }, 1, ANY_MODRM, -1, ANY_FORM, "ud0", SENS_NONE, SENS_NO_ENTRY, true },
+    { ANY_PREFIX, { 0xB9 }, 1, ANY_MODRM, -1, ANY_FORM, "ud1", SENS_NONE, SENS_NO_ENTRY },
+    { ANY_PREFIX, { 0xFF }, 1, ANY_MODRM, -1, ANY_FORM, "ud0", SENS_NONE, SENS_NO_ENTRY },
     /* Group 7 register forms newer than Capstone 4.0. */
-    { 0, { 0x01 }, 1, 0xC5, -1, REG_FORM, "pconfig",   SENS_PRIVILEGED, SENS_NO_ENTRY, false },
+    { 0, { 0x01 }, 1, 0xC5, -1, REG_FORM, "pconfig",   SENS_PRIVILEGED, SENS_NO_ENTRY },
     /* wrmsrns has wrmsr's semantics minus serialisation. */
-    { 0, { 0x01 }, 1, 0xC6, -1, REG_FORM, "wrmsrns",   SENS_PRIVILEGED, R3_E_WRMSR, false },
-    { 0, { 0x01 }, 1, 0xE8, -1, REG_FORM, "serialize", SENS_NONE, SENS_NO_ENTRY, false },
-    { 0, { 0x01 }, 1, 0xEE, -1, REG_FORM, "rdpkru",    SENS_NONE, SENS_NO_ENTRY, false },
-    { 0, { 0x01 }, 1, 0xEF, -1, REG_FORM, "wrpkru",    SENS_NONE, SENS_NO_ENTRY, false },
+    { 0, { 0x01 }, 1, 0xC6, -1, REG_FORM, "wrmsrns",   SENS_PRIVILEGED, R3_E_WRMSR },
+    { 0, { 0x01 }, 1, 0xE8, -1, REG_FORM, "serialize", SENS_NONE, SENS_NO_ENTRY },
+    { 0, { 0x01 }, 1, 0xEE, -1, REG_FORM, "rdpkru",    SENS_NONE, SENS_NO_ENTRY },
+    { 0, { 0x01 }, 1, 0xEF, -1, REG_FORM, "wrpkru",    SENS_NONE, SENS_NO_ENTRY },
     /* AMD APM vol 3: monitorx and mwaitx run at any CPL. */
-    { 0, { 0x01 }, 1, 0xFA, -1, REG_FORM, "monitorx",  SENS_NONE, SENS_NO_ENTRY, false },
-    { 0, { 0x01 }, 1, 0xFB, -1, REG_FORM, "mwaitx",    SENS_NONE, SENS_NO_ENTRY, false },
-    { 0, { 0x01 }, 1, 0xFC, -1, REG_FORM, "clzero",    SENS_NONE, SENS_NO_ENTRY, false },
-    { 0, { 0x01 }, 1, 0xFD, -1, REG_FORM, "rdpru",     SENS_NONE, SENS_NO_ENTRY, false },
-    { 0, { 0x01 }, 1, 0xFE, -1, REG_FORM, "invlpgb",   SENS_PRIVILEGED, SENS_NO_ENTRY, false },
-    { 0, { 0x01 }, 1, 0xFF, -1, REG_FORM, "tlbsync",   SENS_PRIVILEGED, SENS_NO_ENTRY, false },
+    { 0, { 0x01 }, 1, 0xFA, -1, REG_FORM, "monitorx",  SENS_NONE, SENS_NO_ENTRY },
+    { 0, { 0x01 }, 1, 0xFB, -1, REG_FORM, "mwaitx",    SENS_NONE, SENS_NO_ENTRY },
+    { 0, { 0x01 }, 1, 0xFC, -1, REG_FORM, "clzero",    SENS_NONE, SENS_NO_ENTRY },
+    { 0, { 0x01 }, 1, 0xFD, -1, REG_FORM, "rdpru",     SENS_NONE, SENS_NO_ENTRY },
+    { 0, { 0x01 }, 1, 0xFE, -1, REG_FORM, "invlpgb",   SENS_PRIVILEGED, SENS_NO_ENTRY },
+    { 0, { 0x01 }, 1, 0xFF, -1, REG_FORM, "tlbsync",   SENS_PRIVILEGED, SENS_NO_ENTRY },
     /* WAITPKG: user-level waits, allowed at any CPL. */
-    { 0x66, { 0xAE }, 1, ANY_MODRM, 6, REG_FORM, "tpause", SENS_NONE, SENS_NO_ENTRY, false },
-    { 0xF2, { 0xAE }, 1, ANY_MODRM, 6, REG_FORM, "umwait", SENS_NONE, SENS_NO_ENTRY, false },
+    { 0x66, { 0xAE }, 1, ANY_MODRM, 6, REG_FORM, "tpause", SENS_NONE, SENS_NO_ENTRY },
+    { 0xF2, { 0xAE }, 1, ANY_MODRM, 6, REG_FORM, "umwait", SENS_NONE, SENS_NO_ENTRY },
     /* Direct stores; enqcmds is the supervisor form (#GP at CPL > 0). */
-    { 0,    { 0x38, 0xF9 }, 2, ANY_MODRM, -1, MEM_FORM, "movdiri",   SENS_NONE, SENS_NO_ENTRY, false },
-    { 0x66, { 0x38, 0xF8 }, 2, ANY_MODRM, -1, MEM_FORM, "movdir64b", SENS_NONE, SENS_NO_ENTRY, false },
-    { 0xF2, { 0x38, 0xF8 }, 2, ANY_MODRM, -1, MEM_FORM, "enqcmd",    SENS_NONE, SENS_NO_ENTRY, false },
-    { 0xF3, { 0x38, 0xF8 }, 2, ANY_MODRM, -1, MEM_FORM, "enqcmds",   SENS_PRIVILEGED, SENS_NO_ENTRY, false },
+    { 0,    { 0x38, 0xF9 }, 2, ANY_MODRM, -1, MEM_FORM, "movdiri",   SENS_NONE, SENS_NO_ENTRY },
+    { 0x66, { 0x38, 0xF8 }, 2, ANY_MODRM, -1, MEM_FORM, "movdir64b", SENS_NONE, SENS_NO_ENTRY },
+    { 0xF2, { 0x38, 0xF8 }, 2, ANY_MODRM, -1, MEM_FORM, "enqcmd",    SENS_NONE, SENS_NO_ENTRY },
+    { 0xF3, { 0x38, 0xF8 }, 2, ANY_MODRM, -1, MEM_FORM, "enqcmds",   SENS_PRIVILEGED, SENS_NO_ENTRY },
 };
 
 static bool extra_matches(const struct extra_op *x, uint8_t prefix, const uint8_t *op, size_t len)
@@ -323,7 +294,6 @@ size_t sens_decode_extra(const uint8_t *p, size_t len, struct sens_info *info)
             return 0;
         *info = sens(x->cls, x->entry);
         info->name = x->name;
-        info->terminator = x->terminator;
         return head + m;
     }
     return 0;

@@ -25,8 +25,6 @@ enum sens_class {
 struct sens_info {
     enum sens_class cls;
     int entry;          /* enum r3_entry, or SENS_NO_ENTRY; meaningless for SENS_NONE */
-    bool terminator;    /* control never falls through to the next byte
-                         * (ret, jmp, iret, ud2, ...): what precedes padding */
     const char *name;   /* mnemonic to print instead of Capstone's, or NULL */
 };
 
