@@ -112,8 +112,8 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
             enum mmu_access a = err & PF_ERR_FETCH ? MMU_FETCH : err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ;
             /* The host could not read [%ebp] for a sysenter: -EFAULT in %eax, and a
              * fetch fault at its landing pad. */
-            if (a == MMU_FETCH && v->host_sysenter_pad && addr == v->host_sysenter_pad &&
-                v->sh->eip == addr) {
+            if (a == MMU_FETCH && v->host_sysenter_pad &&
+                (uintptr_t)si->si_addr == v->host_sysenter_pad && v->sh->eip == addr) {
                 host_took_sysenter(v);
                 return;
             }
