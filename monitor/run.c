@@ -7,7 +7,6 @@
 
 #include "guestmem.h"
 #include "guest_console.h"
-#include "host_probe.h"
 #include "loader.h"
 #include "options.h"
 #include "runtime.h"
@@ -101,9 +100,7 @@ int run_main(int argc, char **argv)
     int r = options_parse(argc, argv, &o);
     if (r != OPTIONS_RUN)
         return r;
-    /* Before guest memory takes the low 4 GiB, where the probe needs a page. */
-    int probe_signal;
-    v->host_sysenter_pad = host_probe_sysenter(&probe_signal);
+    v->host_sysenter_pad = host_probe_sysenter();
     if ((r = guestmem_init(&gm, o.mem_size)))
         return r;
     serial_out = stdout;
@@ -167,8 +164,6 @@ int run_main(int argc, char **argv)
     if (o.serial == R3_SERIAL_STDIO)
         console_raw();
     TRACE(v, "start at %08x, eax %08x ebx %08x", bs.entry, bs.eax, bs.ebx);
-    TRACE(v, "host: a compatibility-mode sysenter gives signal %d, pc %08x", probe_signal,
-          v->host_sysenter_pad);
     events_arm(v);
     runtime_enter_guest();
 }

@@ -5,6 +5,7 @@
  * r3_signal_entry (monitor/runtime.S), which reinstates the monitor's FS
  * base before any C runs.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,15 +88,36 @@ static void sync_user_segments(struct vcpu *v, uint64_t fsbase)
     seg_sync_user(v, real, fsbase, gsbase);
 }
 
-/* A sysenter of guest code that the host kernel took (Intel; monitor/host_probe.c):
- * it came back at its landing pad with the guest's %ebp as the stack pointer,
- * %ebp loaded from [%ebp], and the guest's %esp lost. The guest's own
- * sysenter takes its stack from the MSR and, by the Linux convention, the
- * user's stack from %ebp, so putting %ebp back is all that is needed. */
+/* Whether the host kernel took a guest sysenter and sent it back to its
+ * landing pad (Intel; monitor/host_probe.c): a SIGSYS there; or, when the
+ * host could not read [%ebp], -EFAULT in %eax and a fault on arriving there,
+ * at the pad or, should the return to compatibility mode keep only the low
+ * 32 bits of RIP, a fetch fault at that address. */
+static bool host_sysenter_returned(struct vcpu *v, int sig, const siginfo_t *si, const ucontext_t *uc)
+{
+    uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP], pad = v->host_sysenter_pad;
+
+    if (!pad)
+        return false;
+    if (sig == SIGSYS)
+        return rip == pad;
+    return sig == SIGSEGV && v->sh->regs[REG_EAX] == (uint32_t)-EFAULT &&
+           (rip == pad || (rip == (uint32_t)pad && (uint64_t)(uintptr_t)si->si_addr == rip));
+}
+
+/* The guest's sysenter, as the host left it: the stack pointer is the
+ * guest's %ebp, %ebp holds the word at [%ebp], and the guest's %esp and EIP
+ * are lost. Linux's vDSO enters with %esp == %ebp and the guest kernel's
+ * entry takes the user stack from %ebp, so both get the stack pointer; the
+ * other registers are the guest's. After -EFAULT the system call number in
+ * %eax is lost too: the guest kernel sees -EFAULT as the number and fails
+ * the call (-ENOSYS). */
 static void host_took_sysenter(struct vcpu *v)
 {
-    v->sh->regs[REG_EBP] = v->sh->regs[REG_ESP];
-    TRACE(v, "sysenter returned by the host at %08x", v->sh->eip);
+    uint32_t *r = v->sh->regs;
+
+    r[REG_EBP] = v->fault_regs[REG_EBP] = r[REG_ESP];
+    TRACE(v, "sysenter taken by the host: eax %08x, esp and ebp %08x", r[REG_EAX], r[REG_ESP]);
     emulate_entry(v, R3_E_SYSENTER, 0, 0);
 }
 
@@ -104,19 +126,16 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
 {
     unsigned trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO];
     unsigned err = (unsigned)uc->uc_mcontext.gregs[REG_ERR];
+    if (host_sysenter_returned(v, sig, si, uc)) {
+        host_took_sysenter(v);
+        return;
+    }
     switch (sig) {
     case SIGSEGV:
     case SIGBUS:
         if (trapno == TRAP_PF) {
             uint32_t addr = (uint32_t)(uintptr_t)si->si_addr;
             enum mmu_access a = err & PF_ERR_FETCH ? MMU_FETCH : err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ;
-            /* The host could not read [%ebp] for a sysenter: -EFAULT in %eax, and a
-             * fetch fault at its landing pad. */
-            if (a == MMU_FETCH && v->host_sysenter_pad &&
-                (uintptr_t)si->si_addr == v->host_sysenter_pad && v->sh->eip == addr) {
-                host_took_sysenter(v);
-                return;
-            }
             if ((uintptr_t)si->si_addr < (1ull << 32) && mmu_fill(v, addr, a))
                 return;         /* the host TLB is filled: retry the instruction */
             v->cr2 = addr;
@@ -146,10 +165,6 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
          * guest's software interrupt, sysenter the guest's fast call. The
          * host reports the address after the instruction. */
         uint8_t insn[2];
-        if (v->host_sysenter_pad && v->sh->eip == v->host_sysenter_pad) {
-            host_took_sysenter(v);
-            return;
-        }
         v->fault_eip = v->sh->eip - 2;
         mmu_read(v, v->sh->eip - 2, insn, 2, false);
         if (insn[0] == 0xCD) {
@@ -246,7 +261,11 @@ struct kernel_sigaction {
 
 int signals_init(struct vcpu *v)
 {
-    (void)v;
+    if (v->host_sysenter_pad)
+        TRACE(v, "host: sysenter in compatibility mode returns at %016llx (vDSO at %016llx)",
+              (unsigned long long)v->host_sysenter_pad, (unsigned long long)getauxval(AT_SYSINFO_EHDR));
+    else
+        TRACE(v, "host: sysenter in compatibility mode raises #UD");
     size_t size = getauxval(AT_MINSIGSTKSZ);
     size = (size < (size_t)SIGSTKSZ ? (size_t)SIGSTKSZ : size) * 4 + (256u << 10);
     stack_t ss = {.ss_sp = malloc(size), .ss_size = size};

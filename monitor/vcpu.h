@@ -92,7 +92,7 @@ struct vcpu {
     FILE *trace;                    /* --trace log, or NULL */
     bool exit_requested;
     int exit_status;
-    uint32_t host_sysenter_pad;     /* where the host returns a compat sysenter; 0: it raises #UD */
+    uint64_t host_sysenter_pad;     /* RIP the host returns a compat-mode sysenter to; 0: #UD */
     bool booting_linux;             /* Linux boot protocol: hlt with IF clear is its power-off */
     bool report_time;               /* --time */
     uint64_t start_ns, first_user_ns;   /* monitor start; first entry to CPL 3 */
@@ -251,6 +251,15 @@ int events_init(struct vcpu *v);
 
 /* ---- signals.c ---- */
 int signals_init(struct vcpu *v);
+
+/* ---- host_probe.c: what the host CPU and kernel do that differs by vendor ---- */
+
+/* Run one compatibility-mode sysenter in a child process under Syscall User
+ * Dispatch, before guest memory takes the low 4 GiB. Returns the RIP of the
+ * SIGSYS the host kernel raised (its 32-bit vDSO landing pad, on Intel), or
+ * 0 when sysenter raised #UD (AMD) or the probe could not tell in time; 0 is
+ * the safe answer. Costs one fork; never fails the run. */
+uint64_t host_probe_sysenter(void);
 
 /* ---- console.c: the host terminal ---- */
 void console_raw(void);        /* raw mode on stdin if it is a terminal */
