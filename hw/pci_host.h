@@ -8,9 +8,10 @@
 #define PCI_HOST_DEVICE 0x1237     /* 82441FX PMC (440FX) */
 
 /* Register the host bridge at bus 0, device 0, function 0 of (pci). Linux
- * accepts configuration mechanism #1 only when bus 0 shows a host bridge or
- * a VGA device (arch/x86/pci/direct.c, pci_sanity_check). Returns 0, or -1
- * if the slot is taken. */
+ * accepts configuration mechanism #1 only when some function on bus 0 has
+ * the class of a host bridge or a VGA controller, or an Intel or Compaq
+ * vendor ID (arch/x86/pci/direct.c, pci_sanity_check): this one is an
+ * Intel host bridge. Returns 0, or -1 if the slot is taken. */
 int pci_host_init(struct pci_bus *pci);
 
 #endif
