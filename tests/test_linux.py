@@ -90,8 +90,26 @@ def test_vector_registers_survive_context_switches():
 
 def test_exit_status_and_poweroff():
     assert guest("exit 7").returncode == 7
-    p = guest("poweroff -f")
-    assert p.returncode == 0, p.stderr
+    for command in ("poweroff -f", "poweroff", "reboot"):
+        p = guest(command)
+        assert p.returncode == 0, f"{command}: {p.stderr}"
+
+
+def test_poweroff_at_the_interactive_shell():
+    """busybox's poweroff signals init, which powers off: the run ends with status 0."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen([RING3, "run"], stdin=slave, stdout=slave, stderr=slave,
+                         start_new_session=True)
+    try:
+        read_until(master, b"# ", BOOT_TIMEOUT)
+        os.write(master, b"poweroff\r")
+        assert p.wait(timeout=30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(master)
+        os.close(slave)
 
 
 def test_command_quoting_survives():
