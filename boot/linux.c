@@ -1,7 +1,7 @@
 /* The Linux/x86 boot protocol, 32-bit entry (Documentation/arch/x86/boot.rst): the zero page, e820, initrd. */
 #include "linux.h"
+#include "cli.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,19 +54,6 @@ static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
 static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
 
-__attribute__((format(printf, 1, 2)))
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("ring3: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return 2;
-}
-
 bool linux_is_bzimage(const uint8_t *head, size_t len)
 {
     return len >= OFF_HEADER + 4 && !memcmp(head + OFF_HEADER, "HdrS", 4);
@@ -79,18 +66,18 @@ int linux_parse_bzimage(const char *name, const uint8_t *head, size_t len, uint6
 
     memset(li, 0, sizeof(*li));
     if (len < HDR_END)
-        return fail("'%s' is truncated inside its Linux setup header", name);
+        return bad_input("'%s' is truncated inside its Linux setup header", name);
     version = get16(head + OFF_VERSION);
     if (version < MIN_VERSION)
-        return fail("'%s' uses Linux boot protocol %u.%02u; ring3 needs 2.10 or later (Linux 2.6.31+)",
-                    name, version >> 8, version & 0xff);
+        return bad_input("'%s' uses Linux boot protocol %u.%02u; ring3 needs 2.10 or later (Linux 2.6.31+)",
+                         name, version >> 8, version & 0xff);
     if (!(head[OFF_LOADFLAGS] & LOADED_HIGH))
-        return fail("'%s' is a zImage (loaded below 1 MiB); build a bzImage", name);
+        return bad_input("'%s' is a zImage (loaded below 1 MiB); build a bzImage", name);
     setup_sects = head[OFF_SETUP_SECTS] ? head[OFF_SETUP_SECTS] : 4;
     li->bzimage = true;
     li->pm_offset = (uint64_t)(setup_sects + 1) * 512;
     if (li->pm_offset >= file_size)
-        return fail("'%s' is truncated: its setup code ends past the end of the file", name);
+        return bad_input("'%s' is truncated: its setup code ends past the end of the file", name);
     li->pm_size = file_size - li->pm_offset;
     /* The header runs from 0x1f1 to 0x202 + the byte at 0x201 (the jump's offset). */
     hdr_end = 0x202 + head[OFF_JUMP + 1];
@@ -135,12 +122,12 @@ int linux_check_initrd(const char *name, const uint8_t *h, size_t n)
     };
 
     if (n == 0)
-        return fail("initrd '%s' is empty; pass a cpio archive (e.g. made by cpio -H newc)", name);
+        return bad_input("initrd '%s' is empty; pass a cpio archive (e.g. made by cpio -H newc)", name);
     for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
         if (n >= formats[i].len && !memcmp(h, formats[i].magic, formats[i].len))
             return 0;
-    return fail("initrd '%s' is not a cpio archive, plain or compressed; make one with "
-                "'find . | cpio -o -H newc | gzip'", name);
+    return bad_input("initrd '%s' is not a cpio archive, plain or compressed; make one with "
+                     "'find . | cpio -o -H newc | gzip'", name);
 }
 
 int linux_check_cmdline(const struct linux_image *li, const char *cmdline)
@@ -148,8 +135,8 @@ int linux_check_cmdline(const struct linux_image *li, const char *cmdline)
     size_t len = strlen(cmdline);
 
     if (len > li->cmdline_max)
-        return fail("the kernel command line is %zu bytes; this kernel takes at most %u",
-                    len, li->cmdline_max);
+        return bad_input("the kernel command line is %zu bytes; this kernel takes at most %u",
+                         len, li->cmdline_max);
     return 0;
 }
 

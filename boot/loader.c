@@ -1,11 +1,11 @@
 /* The kernel loader: checks a kernel file, loads its segments and initrd, and sets the boot state. */
 #include "loader.h"
+#include "cli.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,19 +46,6 @@ struct kernel {
     struct linux_image li;          /* Linux kernels: the setup header */
 };
 
-__attribute__((format(printf, 1, 2)))
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("ring3: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return 2;
-}
-
 /* Read exactly (len) bytes at (off); -1 with errno (EIO for a short file). */
 static int read_at(int fd, void *buf, uint64_t len, uint64_t off)
 {
@@ -88,13 +75,13 @@ static int open_file(const char *what, const char *path, int *fd, uint64_t *size
 
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
-        return fail("cannot open %s '%s': %s", what, path, strerror(errno));
+        return bad_input("cannot open %s '%s': %s", what, path, strerror(errno));
     if (fstat(*fd, &st) < 0)
-        return fail("cannot stat %s '%s': %s", what, path, strerror(errno));
+        return bad_input("cannot stat %s '%s': %s", what, path, strerror(errno));
     if (S_ISDIR(st.st_mode))
-        return fail("%s '%s' is a directory; pass a file", what, path);
+        return bad_input("%s '%s' is a directory; pass a file", what, path);
     if (!S_ISREG(st.st_mode))
-        return fail("%s '%s' is not a regular file", what, path);
+        return bad_input("%s '%s' is not a regular file", what, path);
     *size = (uint64_t)st.st_size;
     return 0;
 }
@@ -124,22 +111,22 @@ static int wrong_elf(const struct kernel *k)
     const char *name;
 
     if (k->head_len < 20)
-        return fail("'%s' is truncated: an ELF header needs %zu bytes but the file has %" PRIu64,
-                    k->name, sizeof(Elf32_Ehdr), k->size);
+        return bad_input("'%s' is truncated: an ELF header needs %zu bytes but the file has %" PRIu64,
+                         k->name, sizeof(Elf32_Ehdr), k->size);
     m = data == ELFDATA2MSB ? (unsigned)id[18] << 8 | id[19] : (unsigned)id[19] << 8 | id[18];
     name = machine_name(m);
     if (m == EM_X86_64)
-        return fail("'%s' is an x86-64 ELF; ring3 runs i386 kernels (build with ARCH=i386)",
-                    k->name);
+        return bad_input("'%s' is an x86-64 ELF; ring3 runs i386 kernels (build with ARCH=i386)",
+                         k->name);
     if (name && m != EM_386)
-        return fail("'%s' is a %s %s ELF; ring3 runs i386 kernels", k->name,
-                    cls == ELFCLASS64 ? "64-bit" : "32-bit", name);
+        return bad_input("'%s' is a %s %s ELF; ring3 runs i386 kernels", k->name,
+                         cls == ELFCLASS64 ? "64-bit" : "32-bit", name);
     if (!name && m != EM_386)
-        return fail("'%s' is an ELF for machine %u, not i386; ring3 runs i386 kernels",
-                    k->name, m);
+        return bad_input("'%s' is an ELF for machine %u, not i386; ring3 runs i386 kernels",
+                         k->name, m);
     if (cls != ELFCLASS32)
-        return fail("'%s' is an i386 ELF with a bad class (%u); the file is corrupt", k->name, cls);
-    return fail("'%s' is a big-endian i386 ELF; the file is corrupt", k->name);
+        return bad_input("'%s' is an i386 ELF with a bad class (%u); the file is corrupt", k->name, cls);
+    return bad_input("'%s' is a big-endian i386 ELF; the file is corrupt", k->name);
 }
 
 /* Not ELF at all: recognise what people pass by mistake. */
@@ -149,12 +136,12 @@ static int not_elf(const struct kernel *k)
     size_t n = k->head_len;
 
     if (k->size == 0)
-        return fail("'%s' is empty; pass an i386 kernel ELF such as vmlinux", k->name);
+        return bad_input("'%s' is empty; pass an i386 kernel ELF such as vmlinux", k->name);
     if ((n >= 2 && h[0] == 0x1f && h[1] == 0x8b) ||
         (n >= 6 && !memcmp(h, "\xfd" "7zXZ", 6)) ||
         (n >= 4 && !memcmp(h, "\x28\xb5\x2f\xfd", 4)))
-        return fail("'%s' is compressed; decompress it to the i386 kernel ELF first", k->name);
-    return fail("'%s' is not an ELF file; ring3 runs i386 kernel ELFs such as vmlinux", k->name);
+        return bad_input("'%s' is compressed; decompress it to the i386 kernel ELF first", k->name);
+    return bad_input("'%s' is not an ELF file; ring3 runs i386 kernel ELFs such as vmlinux", k->name);
 }
 
 /* Read the ELF and program headers into (k)'s segment list; check them. */
@@ -168,45 +155,45 @@ static int parse_elf(struct kernel *k)
         (k->head[18] | k->head[19] << 8) != EM_386)
         return wrong_elf(k);
     if (k->head_len < sizeof(eh))
-        return fail("'%s' is truncated: an ELF header needs %zu bytes but the file has %" PRIu64,
-                    k->name, sizeof(eh), k->size);
+        return bad_input("'%s' is truncated: an ELF header needs %zu bytes but the file has %" PRIu64,
+                         k->name, sizeof(eh), k->size);
     memcpy(&eh, k->head, sizeof(eh));
     switch (eh.e_type) {
     case ET_EXEC: break;
-    case ET_REL: return fail("'%s' is an object file (ET_REL), not a linked kernel", k->name);
+    case ET_REL: return bad_input("'%s' is an object file (ET_REL), not a linked kernel", k->name);
     case ET_DYN:
-        return fail("'%s' is position-independent (ET_DYN); link the kernel at a fixed "
-                    "address (ET_EXEC)", k->name);
-    case ET_CORE: return fail("'%s' is a core dump, not a kernel", k->name);
-    default: return fail("'%s' is not an executable ELF (type %u)", k->name, eh.e_type);
+        return bad_input("'%s' is position-independent (ET_DYN); link the kernel at a fixed "
+                         "address (ET_EXEC)", k->name);
+    case ET_CORE: return bad_input("'%s' is a core dump, not a kernel", k->name);
+    default: return bad_input("'%s' is not an executable ELF (type %u)", k->name, eh.e_type);
     }
     if (eh.e_phnum == 0)
-        return fail("'%s' has no program headers; there is nothing to load", k->name);
+        return bad_input("'%s' has no program headers; there is nothing to load", k->name);
     if (eh.e_phentsize != sizeof(Elf32_Phdr))
-        return fail("'%s' has a corrupt ELF header (program header size %u, not %zu)",
-                    k->name, eh.e_phentsize, sizeof(Elf32_Phdr));
+        return bad_input("'%s' has a corrupt ELF header (program header size %u, not %zu)",
+                         k->name, eh.e_phentsize, sizeof(Elf32_Phdr));
     ph_end = (uint64_t)eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(Elf32_Phdr);
     if (ph_end > k->size)
-        return fail("'%s' is truncated: its program headers end at byte %" PRIu64
-                    " but the file has %" PRIu64, k->name, ph_end, k->size);
+        return bad_input("'%s' is truncated: its program headers end at byte %" PRIu64
+                         " but the file has %" PRIu64, k->name, ph_end, k->size);
     ph = calloc(eh.e_phnum, sizeof(*ph));
     if (!ph || read_at(k->fd, ph, (uint64_t)eh.e_phnum * sizeof(*ph), eh.e_phoff) < 0) {
         free(ph);
-        return fail("cannot read kernel '%s': %s", k->name, strerror(errno));
+        return bad_input("cannot read kernel '%s': %s", k->name, strerror(errno));
     }
     for (int i = 0; i < eh.e_phnum; i++) {
         struct segment *s = &k->seg[k->nseg];
 
         if (ph[i].p_type == PT_INTERP || ph[i].p_type == PT_DYNAMIC) {
             free(ph);
-            return fail("'%s' is a dynamically linked program, not a kernel", k->name);
+            return bad_input("'%s' is a dynamically linked program, not a kernel", k->name);
         }
         if (ph[i].p_type != PT_LOAD || ph[i].p_memsz == 0)
             continue;
         if (k->nseg == MAX_SEGMENTS) {
             free(ph);
-            return fail("'%s' has more than %d loadable segments; no kernel has so many",
-                        k->name, MAX_SEGMENTS);
+            return bad_input("'%s' has more than %d loadable segments; no kernel has so many",
+                             k->name, MAX_SEGMENTS);
         }
         *s = (struct segment){ ph[i].p_paddr, ph[i].p_offset, ph[i].p_filesz, ph[i].p_memsz, i };
         k->nseg++;
@@ -224,10 +211,10 @@ static int parse_elf(struct kernel *k)
             k->entry = (uint64_t)eh.e_entry - ph[i].p_vaddr + ph[i].p_paddr;
     free(ph);
     if (k->nseg == 0)
-        return fail("'%s' has no loadable segments; there is nothing to load", k->name);
+        return bad_input("'%s' has no loadable segments; there is nothing to load", k->name);
     if (k->entry == UINT64_MAX)
-        return fail("'%s' has its entry point 0x%x outside every loadable segment; "
-                    "the file is corrupt", k->name, eh.e_entry);
+        return bad_input("'%s' has its entry point 0x%x outside every loadable segment; "
+                         "the file is corrupt", k->name, eh.e_entry);
     return 0;
 }
 
@@ -238,29 +225,29 @@ static int parse_aout_kludge(struct kernel *k, const struct mb_header *h)
     uint64_t file_off, load_size, mem_size;
 
     if (h->offset + 32 > k->head_len)
-        return fail("'%s' is truncated inside its Multiboot header", k->name);
+        return bad_input("'%s' is truncated inside its Multiboot header", k->name);
     if (h->header_addr < h->load_addr || h->header_addr - h->load_addr > h->offset)
-        return fail("'%s' has a Multiboot header whose header_addr 0x%x and load_addr 0x%x "
-                    "do not fit the file", k->name, h->header_addr, h->load_addr);
+        return bad_input("'%s' has a Multiboot header whose header_addr 0x%x and load_addr 0x%x "
+                         "do not fit the file", k->name, h->header_addr, h->load_addr);
     file_off = h->offset - (h->header_addr - h->load_addr);
     if (h->load_end_addr == 0) {
         load_size = k->size - file_off;
     } else if (h->load_end_addr < h->load_addr) {
-        return fail("'%s' has a Multiboot header with load_end_addr 0x%x below load_addr 0x%x",
-                    k->name, h->load_end_addr, h->load_addr);
+        return bad_input("'%s' has a Multiboot header with load_end_addr 0x%x below load_addr 0x%x",
+                         k->name, h->load_end_addr, h->load_addr);
     } else {
         load_size = h->load_end_addr - h->load_addr;
     }
     mem_size = load_size;
     if (h->bss_end_addr) {
         if (h->bss_end_addr < h->load_addr + load_size)
-            return fail("'%s' has a Multiboot header with bss_end_addr 0x%x inside the image",
-                        k->name, h->bss_end_addr);
+            return bad_input("'%s' has a Multiboot header with bss_end_addr 0x%x inside the image",
+                             k->name, h->bss_end_addr);
         mem_size = h->bss_end_addr - h->load_addr;
     }
     if (h->entry_addr < h->load_addr || h->entry_addr - h->load_addr >= mem_size)
-        return fail("'%s' has its Multiboot entry_addr 0x%x outside the image it loads",
-                    k->name, h->entry_addr);
+        return bad_input("'%s' has its Multiboot entry_addr 0x%x outside the image it loads",
+                         k->name, h->entry_addr);
     k->seg[0] = (struct segment){ h->load_addr, file_off, load_size, mem_size, 0 };
     k->nseg = 1;
     k->entry = h->entry_addr;
@@ -282,26 +269,26 @@ static int check_segments(const struct kernel *k, uint64_t *start, uint64_t *end
         const struct segment *s = &k->seg[i];
 
         if (s->filesz > s->memsz)
-            return fail("'%s' is corrupt: segment %d has more file bytes (%" PRIu64
-                        ") than memory bytes (%" PRIu64 ")", k->name, s->index, s->filesz, s->memsz);
+            return bad_input("'%s' is corrupt: segment %d has more file bytes (%" PRIu64
+                             ") than memory bytes (%" PRIu64 ")", k->name, s->index, s->filesz, s->memsz);
         if (s->offset + s->filesz > k->size)
-            return fail("'%s' is truncated: segment %d needs file bytes up to %" PRIu64
-                        " but the file has %" PRIu64, k->name, s->index,
-                        s->offset + s->filesz, k->size);
+            return bad_input("'%s' is truncated: segment %d needs file bytes up to %" PRIu64
+                             " but the file has %" PRIu64, k->name, s->index,
+                             s->offset + s->filesz, k->size);
         if (s->paddr + s->memsz > GM_4GIB)
-            return fail("'%s': segment at 0x%" PRIx64 " runs past 4 GiB; the file is corrupt",
-                        k->name, s->paddr);
+            return bad_input("'%s': segment at 0x%" PRIx64 " runs past 4 GiB; the file is corrupt",
+                             k->name, s->paddr);
         if (s->paddr < LOADER_MIN_ADDR)
-            return fail("'%s': segment at 0x%" PRIx64 " lies below 1 MiB, which holds the PC's "
-                        "reserved areas and ring3's boot data; link the kernel at 1 MiB or above",
-                        k->name, s->paddr);
+            return bad_input("'%s': segment at 0x%" PRIx64 " lies below 1 MiB, which holds the PC's "
+                             "reserved areas and ring3's boot data; link the kernel at 1 MiB or above",
+                             k->name, s->paddr);
         for (int j = 0; j < i; j++) {
             const struct segment *o = &k->seg[j];
 
             if (s->paddr < o->paddr + o->memsz && o->paddr < s->paddr + s->memsz)
-                return fail("'%s' is corrupt: segments %d and %d overlap at 0x%" PRIx64,
-                            k->name, o->index, s->index,
-                            s->paddr > o->paddr ? s->paddr : o->paddr);
+                return bad_input("'%s' is corrupt: segments %d and %d overlap at 0x%" PRIx64,
+                                 k->name, o->index, s->index,
+                                 s->paddr > o->paddr ? s->paddr : o->paddr);
         }
         if (s->paddr < *start)
             *start = s->paddr;
@@ -320,7 +307,7 @@ static int parse_kernel(struct kernel *k, struct mb_header *mb, bool *multiboot)
         return err;
     k->head_len = k->size < sizeof(k->head) ? (size_t)k->size : sizeof(k->head);
     if (read_at(k->fd, k->head, k->head_len, 0) < 0)
-        return fail("cannot read kernel '%s': %s", k->name, strerror(errno));
+        return bad_input("cannot read kernel '%s': %s", k->name, strerror(errno));
     *multiboot = multiboot_find(k->head, k->head_len, mb) == 0;
     if (linux_is_bzimage(k->head, k->head_len)) {
         /* A bzImage carries a Multiboot header of its own on no arch; the setup header decides. */
@@ -339,14 +326,14 @@ static int parse_kernel(struct kernel *k, struct mb_header *mb, bool *multiboot)
     else if (*multiboot && (mb->flags & MB_FLAG_AOUT_KLUDGE))
         err = parse_aout_kludge(k, mb);
     else if (*multiboot)
-        return fail("'%s' is not an ELF file and its Multiboot header gives no load addresses "
-                    "(flag 16); link it as an i386 ELF", k->name);
+        return bad_input("'%s' is not an ELF file and its Multiboot header gives no load addresses "
+                         "(flag 16); link it as an i386 ELF", k->name);
     else
         return not_elf(k);
     if (!err && *multiboot &&
         (mb->flags & MB_FLAGS_REQUIRED & ~(MB_FLAG_PAGE_ALIGN | MB_FLAG_MEMINFO | MB_FLAG_VIDEO)))
-        return fail("'%s' requires Multiboot features ring3 does not provide (header flags 0x%x)",
-                    k->name, mb->flags);
+        return bad_input("'%s' requires Multiboot features ring3 does not provide (header flags 0x%x)",
+                         k->name, mb->flags);
     if (!err && !*multiboot) {
         k->linux_boot = true;
         linux_vmlinux_image(&k->li);
@@ -361,9 +348,9 @@ static int load_segments(struct guestmem *gm, const struct kernel *k)
         uint8_t *dst = guestmem_ptr(gm, s->paddr, s->memsz);
 
         if (!dst)
-            return fail("'%s': segment at 0x%" PRIx64 " is outside guest memory", k->name, s->paddr);
+            return bad_input("'%s': segment at 0x%" PRIx64 " is outside guest memory", k->name, s->paddr);
         if (read_at(k->fd, dst, s->filesz, s->offset) < 0)
-            return fail("cannot read kernel '%s': %s", k->name, strerror(errno));
+            return bad_input("cannot read kernel '%s': %s", k->name, strerror(errno));
         memset(dst + s->filesz, 0, s->memsz - s->filesz);
     }
     return 0;
@@ -376,7 +363,7 @@ static int check_initrd_head(const char *name, int fd, uint64_t size)
     size_t n = size < sizeof(head) ? (size_t)size : sizeof(head);
 
     if (read_at(fd, head, n, 0) < 0)
-        return fail("cannot read initrd '%s': %s", name, strerror(errno));
+        return bad_input("cannot read initrd '%s': %s", name, strerror(errno));
     return linux_check_initrd(name, head, n);
 }
 
@@ -394,20 +381,20 @@ static int too_big(const struct kernel *k, const char *initrd, uint64_t usable, 
         if (k->seg[i].paddr + k->seg[i].memsz > usable)
             s = &k->seg[i];
     if (s && need > max)
-        return fail("'%s': segment at 0x%" PRIx64 " needs %" PRIu64 " MiB of guest memory, "
-                    "more than ring3's %" PRIu64 "; link the kernel lower",
-                    k->name, s->paddr, need, max);
+        return bad_input("'%s': segment at 0x%" PRIx64 " needs %" PRIu64 " MiB of guest memory, "
+                         "more than ring3's %" PRIu64 "; link the kernel lower",
+                         k->name, s->paddr, need, max);
     if (s)
-        return fail("'%s': segment at 0x%" PRIx64 " needs %" PRIu64 " MiB of guest memory; "
-                    "use -m %" PRIu64 "M or more", k->name, s->paddr, need, need);
+        return bad_input("'%s': segment at 0x%" PRIx64 " needs %" PRIu64 " MiB of guest memory; "
+                         "use -m %" PRIu64 "M or more", k->name, s->paddr, need, need);
     if (initrd && need > max)
-        return fail("initrd '%s' is too large: with the kernel it needs %" PRIu64 " MiB of guest "
-                    "memory, more than ring3's %" PRIu64, initrd, need, max);
+        return bad_input("initrd '%s' is too large: with the kernel it needs %" PRIu64 " MiB of guest "
+                         "memory, more than ring3's %" PRIu64, initrd, need, max);
     if (initrd)
-        return fail("'%s' with initrd '%s' needs %" PRIu64 " MiB of guest memory; use -m %"
-                    PRIu64 "M or more", k->name, initrd, need, need);
-    return fail("'%s' with its boot data needs %" PRIu64 " MiB of guest memory; use -m %"
-                PRIu64 "M or more", k->name, need, need);
+        return bad_input("'%s' with initrd '%s' needs %" PRIu64 " MiB of guest memory; use -m %"
+                         PRIu64 "M or more", k->name, initrd, need, need);
+    return bad_input("'%s' with its boot data needs %" PRIu64 " MiB of guest memory; use -m %"
+                     PRIu64 "M or more", k->name, need, need);
 }
 
 int loader_load(struct guestmem *gm, const char *kernel, const char *append,
@@ -424,7 +411,7 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
     bool multiboot = false;
 
     if (!k)
-        return fail("out of memory");
+        return bad_input("out of memory");
     k->name = kernel;
     k->fd = -1;
     memset(bs, 0, sizeof(*bs));
@@ -442,7 +429,7 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
         size_t len = strlen(LINUX_DEFAULT_CMDLINE) + strlen(linux_defaults) + strlen(l.append) + 3;
 
         if (!(cmdline = malloc(len))) {
-            err = fail("out of memory");
+            err = bad_input("out of memory");
             goto out;
         }
         snprintf(cmdline, len, "%s %s%s%s", LINUX_DEFAULT_CMDLINE, linux_defaults,
@@ -484,15 +471,15 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
         uint8_t *dst = guestmem_ptr(gm, initrd_addr, initrd_size);
 
         if (!dst || read_at(initrd_fd, dst, file_size, 0) < 0)
-            err = fail("cannot read initrd '%s': %s", initrd, dst ? strerror(errno) : "too large");
+            err = bad_input("cannot read initrd '%s': %s", initrd, dst ? strerror(errno) : "too large");
         else if (extra_len)
             memcpy(dst + initrd_size - extra_len, extra, extra_len);
     }
     if (!err && multiboot && multiboot_write_info(gm, &l, bs) < 0)
-        err = fail("'%s': the Multiboot information does not fit in guest memory", kernel);
+        err = bad_input("'%s': the Multiboot information does not fit in guest memory", kernel);
     if (!err && k->linux_boot && !linux_has_ring3_sites(guestmem_ptr(gm, start, end - start), end - start))
-        err = fail("'%s' was not assembled by ring3-as (it has no ring3 call sites); build it "
-                   "with 'make guest-kernel', or pass CC=\"gcc -B build/asbin/\" to Kbuild", kernel);
+        err = bad_input("'%s' was not assembled by ring3-as (it has no ring3 call sites); build it "
+                        "with 'make guest-kernel', or pass CC=\"gcc -B build/asbin/\" to Kbuild", kernel);
     if (err)
         goto out;
 

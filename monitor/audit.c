@@ -76,12 +76,10 @@ struct section {
 static int audit_error(const char *fmt, ...)
 {
     va_list ap;
-    fputs("ring3 audit: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int r = cli_vfail("ring3 audit", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    return 2;
+    return r;
 }
 
 static void audit_usage(FILE *out)

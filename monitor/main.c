@@ -4,6 +4,23 @@
 
 #include "cli.h"
 
+int cli_vfail(const char *who, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: ", who);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    return 2;
+}
+
+int bad_input(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = cli_vfail("ring3", fmt, ap);
+    va_end(ap);
+    return r;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
