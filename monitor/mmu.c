@@ -4,9 +4,19 @@
  * guest-memory memfd) only after a host fault on it, once the guest's page
  * tables allow the access (SDM vol. 3, 4.3 and 4.6). Pages are mapped
  * read-only until their first write, so the dirty bit can be set exactly
- * when the CPU would set it (SDM vol. 3, 4.8). invlpg, CR3 writes and
- * changes of privilege drop mappings; two bitmaps remember what is mapped
- * and which mappings came from global pages.
+ * when the CPU would set it (SDM vol. 3, 4.8). invlpg and CR3 writes drop
+ * mappings; bitmaps remember what is mapped, which mappings came from global
+ * pages and which grant more than user mode may have.
+ *
+ * Those privileged mappings stay in place when the guest goes out to CPL 3,
+ * as long as all of them lie above the user code's data segments: DS and ES
+ * then run on a host segment whose limit stops below the lowest of them
+ * (segment.c), so a user access there raises #GP instead of reaching them
+ * (SDM vol. 3, 5.3). That #GP takes the slow way once: the privileged
+ * mappings are dropped, the segments made flat again and the access
+ * retried, so that it faults or succeeds exactly as paging says. Until the
+ * next CR3 write, user mode then runs that way. A guest whose kernel sits
+ * below its processes (the test guests) therefore works too, only slower.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +40,10 @@
 
 #define NPAGES (1u << 20)
 static uint64_t mapped[NPAGES / 64], global[NPAGES / 64], privileged[NPAGES / 64];
+/* At or below the lowest page mapped privileged (a bound, not exact: pages
+ * dropped one by one leave it as it is); NO_PRIVILEGED when none is. */
+#define NO_PRIVILEGED 0xFFFFFFFFu
+static uint32_t lowest_privileged = NO_PRIVILEGED;
 
 static bool bit(const uint64_t *map, uint32_t page) { return map[page / 64] >> (page % 64) & 1; }
 static void set_bit(uint64_t *map, uint32_t page, bool on)
@@ -238,6 +252,8 @@ bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
     set_bit(mapped, page >> 12, true);
     set_bit(global, page >> 12, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
     set_bit(privileged, page >> 12, v->cpl == 0 && (!us || wp_override));
+    if (v->cpl == 0 && (!us || wp_override) && page < lowest_privileged)
+        lowest_privileged = page;
     TRACE(v, "map %08x -> %08x %s", page, phys, prot & PROT_WRITE ? "rw" : "ro");
     return true;
 }
@@ -290,21 +306,51 @@ static bool is_privileged(uint32_t page, bool unused)
     return bit(privileged, page);
 }
 
+static void drop_privileged(struct vcpu *v)
+{
+    unmap_where(v, is_privileged, false);
+    lowest_privileged = NO_PRIVILEGED;
+}
+
 void mmu_flush(struct vcpu *v, bool keep_global)
 {
     unmap_where(v, not_kept_global, keep_global);
+    if (!keep_global)
+        lowest_privileged = NO_PRIVILEGED;
+    v->user_unlimited = false;
     TRACE(v, "flush%s", keep_global ? " (global pages kept)" : "");
 }
 
 void mmu_set_cpl(struct vcpu *v, unsigned cpl)
 {
     if (cpl > v->cpl) {
-        unmap_where(v, is_privileged, false);
+        v->user_limit = 0;
+        if (lowest_privileged != NO_PRIVILEGED) {
+            if (!v->user_unlimited && seg_set_user_limit(v, lowest_privileged))
+                v->user_limit = lowest_privileged;
+            else
+                drop_privileged(v);
+        }
         seg_sync_tls(v);
+    } else if (cpl < v->cpl) {
+        v->user_limit = 0;
     }
     if (cpl == 3 && !v->first_user_ns)
         v->first_user_ns = events_now();
     v->cpl = cpl;
+    seg_user_data(v);
+}
+
+bool mmu_user_unlimit(struct vcpu *v)
+{
+    if (v->cpl != 3 || !v->user_limit)
+        return false;
+    TRACE(v, "user access beyond the limit %08x: supervisor pages dropped", v->user_limit);
+    drop_privileged(v);
+    v->user_limit = 0;
+    v->user_unlimited = true;
+    seg_user_data(v);
+    return true;
 }
 
 void mmu_init(struct vcpu *v)

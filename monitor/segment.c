@@ -5,6 +5,10 @@
  * on the host's flat data selector; a null one on a real null selector (so
  * that using it faults as it should); any other is copied into a host LDT
  * entry of its own, so the CPU applies its base and limit for real.
+ *
+ * At CPL 3, flat DS and ES run on one more LDT entry, flat but for a limit
+ * below the guest kernel's mapped pages (mmu.c says where), so that a user
+ * access to them raises #GP rather than reaching them.
  */
 #include <asm/ldt.h>
 #include <string.h>
@@ -152,6 +156,49 @@ void seg_sync_tls(struct vcpu *v)
     }
 }
 
+/* The host LDT entry of user mode's flat data segments, after one per sreg. */
+#define LDT_USER 6
+#define USER_SEL ((LDT_USER << 3) | 4 | 3)
+static uint32_t user_top;           /* what entry LDT_USER now ends below; 0: not set */
+
+bool seg_set_user_limit(struct vcpu *v, uint32_t top)
+{
+    struct user_desc d;
+
+    if (top == user_top)
+        return true;
+    if (top < 0x1000)
+        return false;
+    memset(&d, 0, sizeof d);
+    d.entry_number = LDT_USER;
+    d.limit_in_pages = 1;
+    d.limit = (top >> 12) - 1;
+    d.seg_32bit = 1;
+    if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0)
+        return false;
+    user_top = top;
+    TRACE(v, "user data segments end below %08x", top);
+    return true;
+}
+
+static bool is_flat_data(const struct seg *s)
+{
+    return (s->sel & ~3u) && !(s->attr & ATTR_CODE) && !(s->attr & ATTR_CONF) &&
+           s->base == 0 && s->limit == 0xFFFFFFFFu;
+}
+
+void seg_user_data(struct vcpu *v)
+{
+    static const unsigned limited[] = {SREG_ES, SREG_DS};
+    uint16_t flat = v->cpl == 3 && v->user_limit ? USER_SEL : HOST_DS;
+
+    for (unsigned i = 0; i < 2; i++) {
+        unsigned r = limited[i];
+        if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && is_flat_data(&v->sreg[r]))
+            v->host_sel[r] = v->sh->sel[r] = flat;
+    }
+}
+
 /* The host selector that gives guest segment (s) its base and limit. */
 static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s)
 {
@@ -160,8 +207,12 @@ static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s
     if (sreg != SREG_SS && sreg != SREG_CS && is_tls_selector(s->sel) && tls_sync(v, s))
         return s->sel | 3;
     bool expand_down = !(s->attr & ATTR_CODE) && (s->attr & ATTR_CONF);
-    if (s->base == 0 && s->limit == 0xFFFFFFFFu && !expand_down)
-        return sreg == SREG_CS ? HOST_CS32 : HOST_DS;
+    if (s->base == 0 && s->limit == 0xFFFFFFFFu && !expand_down) {
+        if (sreg == SREG_CS)
+            return HOST_CS32;
+        return (sreg == SREG_ES || sreg == SREG_DS) && v->cpl == 3 && v->user_limit ? USER_SEL
+                                                                                   : HOST_DS;
+    }
     struct user_desc d;
     memset(&d, 0, sizeof d);
     d.entry_number = sreg;
@@ -296,6 +347,12 @@ void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint
 
         if (sel == v->host_sel[r])
             continue;
+        if (sel == USER_SEL) {
+            /* Our limited flat segment, copied from DS to ES or back. */
+            v->sreg[r] = v->sreg[r == SREG_DS ? SREG_ES : SREG_DS];
+            v->host_sel[r] = v->sh->sel[r] = sel;
+            continue;
+        }
         /* Guest user code loaded a selector itself: the host accepted it, so
          * it is one the guest GDT gives the same meaning (the flat user
          * segments, a TLS entry), or null. */

@@ -143,6 +143,8 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         }
         if (trapno == TRAP_AC)
             vcpu_raise(v, VEC_AC, 0);
+        if (trapno == TRAP_GP && err == 0 && mmu_user_unlimit(v))
+            return;             /* past the user segment limit: retry as paging alone says */
         if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v))
             return;
         vcpu_raise(v, VEC_GP, trapno == TRAP_GP ? (int)(err & 0xFFFF) : 0);

@@ -77,6 +77,8 @@ struct vcpu {
     uint16_t host_sel[6];           /* the host selector each was last loaded with */
     struct seg ldtr, tr;
     unsigned cpl;                   /* virtual CPL: 0 kernel, 3 user */
+    uint32_t user_limit;            /* at CPL 3: user DS/ES end below this (0: flat); mmu.c */
+    bool user_unlimited;            /* a user access passed the limit: flat until a CR3 write */
     uint32_t iopl;                  /* virtual EFLAGS.IOPL bits */
     uint32_t sysenter_cs, sysenter_esp, sysenter_eip;
     uint64_t msr_misc[4];           /* PAT, MISC_ENABLE, APIC_BASE, TSC_AUX */
@@ -175,6 +177,15 @@ void seg_sync_tls(struct vcpu *v);
  * process itself; take it into the virtual state. */
 void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint64_t gsbase);
 
+/* Point the host LDT's user data entry at [0, top): the segment user mode's
+ * flat DS and ES run on while supervisor pages at and above (top) stay
+ * mapped. Returns false when the host refuses (the caller unmaps instead). */
+bool seg_set_user_limit(struct vcpu *v, uint32_t top);
+
+/* After a change of CPL or of v->user_limit: put flat DS and ES on the
+ * limited user entry at CPL 3 with a limit, on the host's flat segment otherwise. */
+void seg_user_data(struct vcpu *v);
+
 /* Reset all segment registers to flat 4 GiB segments with the given
  * selectors (the Multiboot entry state). */
 void seg_reset_flat(struct vcpu *v, uint16_t cs, uint16_t ds);
@@ -205,12 +216,18 @@ int mmu_fault_error(struct vcpu *v, uint32_t linear, enum mmu_access access, boo
 void mmu_flush_page(struct vcpu *v, uint32_t linear);
 void mmu_flush(struct vcpu *v, bool keep_global);
 
-/* Change the virtual CPL. Going out to CPL 3 drops the host mappings that
- * grant more than user mode may have (supervisor pages, writes allowed only
- * by CR0.WP = 0), and copies the guest's TLS descriptors into the host GDT
+/* Change the virtual CPL. Going out to CPL 3 either limits user DS and ES
+ * below the host mappings that grant more than user mode may have
+ * (supervisor pages, writes allowed only by CR0.WP = 0) or drops those
+ * mappings, and copies the guest's TLS descriptors into the host GDT
  * (seg_sync_tls); user-accessible mappings serve both levels. */
 void mmu_set_cpl(struct vcpu *v, unsigned cpl);
 void mmu_init(struct vcpu *v);
+
+/* A #GP at CPL 3 with error code 0: if user DS/ES ran limited, drop the
+ * supervisor mappings, make them flat and return true (retry the access);
+ * false when the #GP is the guest's own. */
+bool mmu_user_unlimit(struct vcpu *v);
 
 /* ---- cpu_model.c: cpuid and MSRs ---- */
 void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
