@@ -153,8 +153,11 @@ uint32_t cpu_tsc_khz(void)
     /* The TSC against CLOCK_MONOTONIC_RAW over 10 ms: the host's TSC is the
      * guest's (rdtsc runs natively), and the guest cannot calibrate it
      * against an emulated PIT whose reads take microseconds with jitter. */
+    static uint32_t khz;
     struct timespec t0, t1;
     uint64_t c0, c1;
+    if (khz)
+        return khz;
     clock_gettime(CLOCK_MONOTONIC_RAW, &t0);
     c0 = __rdtsc();
     do {
@@ -162,5 +165,6 @@ uint32_t cpu_tsc_khz(void)
     } while ((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec) < 10000000);
     c1 = __rdtsc();
     int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
-    return (uint32_t)((c1 - c0) * 1000000ull / (uint64_t)ns);
+    khz = (uint32_t)((c1 - c0) * 1000000ull / (uint64_t)ns);
+    return khz;
 }

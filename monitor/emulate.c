@@ -3,6 +3,7 @@
 
 #include "guest_console.h"
 #include "runtime.h"
+#include "stats.h"
 #include "vcpu.h"
 
 #include "../hw/debugexit.h"
@@ -22,6 +23,11 @@ static const char *const entry_names[R3_ENTRY_COUNT] = {
     R3_ENTRIES(R3_NAME)
 #undef R3_NAME
 };
+
+const char *emulate_entry_name(unsigned entry)
+{
+    return entry < R3_ENTRY_COUNT ? entry_names[entry] : "?";
+}
 
 static void need_cpl0(struct vcpu *v)
 {
@@ -174,8 +180,10 @@ static void write_cr(struct vcpu *v, unsigned n, uint32_t value)
         v->cr2 = value;
         break;
     case 3:
+        uint64_t t0 = stats_start();
         v->cr3 = value;
         mmu_flush(v, true);
+        stats_cr3(t0);
         break;
     case 4:
         /* Only what 2-level paging needs; PAE, VMXE, SMEP and the rest are refused.
@@ -647,6 +655,7 @@ void emulate_gate(void)
     struct r3_shared *sh = v->sh;
     unsigned entry = sh->entry < R3_ENTRY_COUNT ? sh->entry : 0;
     unsigned words = entry_words[entry];
+    uint64_t t0 = stats_start();
     jmp_buf jb;
     v->fault_jmp = &jb;
     /* Until the site is known, a fault reports the state at the call. */
@@ -682,4 +691,5 @@ out:
     events_poll(v);
     vcpu_check_interrupts(v);
     events_arm(v);
+    stats_gate(entry, t0);
 }

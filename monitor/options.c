@@ -20,6 +20,7 @@ enum {
     OPT_VERSION,
     OPT_CMD,
     OPT_TIME,
+    OPT_STATS,
 };
 
 /* getopt_long_only also takes each of these with a single dash, as qemu
@@ -32,6 +33,7 @@ static const struct option long_options[] = {
     { "trace-file", required_argument, NULL, OPT_TRACE_FILE },
     { "cmd",        required_argument, NULL, OPT_CMD },
     { "time",       no_argument,       NULL, OPT_TIME },
+    { "stats",      no_argument,       NULL, OPT_STATS },
     { "help",       no_argument,       NULL, 'h' },
     { "version",    no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
@@ -83,6 +85,9 @@ static void usage(FILE *out)
             "  --cmd 'COMMAND'      boot the default Linux, run COMMAND in its shell with output\n"
             "                       on stdout, power off, and exit with COMMAND's status\n"
             "  --time               at exit, print the time to the first guest process and in all\n"
+            "  --stats              at exit, print a table of monitor events: gate calls by\n"
+            "                       entry, host signals by kind, exceptions, interrupts, cr3\n"
+            "                       writes, with counts and monitor time (like kvm_stat)\n"
             "  --serial stdio|file:PATH\n"
             "                       where the serial console goes (default stdio)\n"
             "  --trace              log every emulated event to stderr\n"
@@ -195,7 +200,7 @@ static int bad_option(int c, char **argv)
     }
     if (c == ':')
         fprintf(stderr, "ring3: option '%s' needs an argument; try 'ring3 run --help'\n", name);
-    else if (optopt == OPT_TRACE || optopt == OPT_TIME || optopt == OPT_VERSION || optopt == 'h')
+    else if (optopt == OPT_TRACE || optopt == OPT_TIME || optopt == OPT_STATS || optopt == OPT_VERSION || optopt == 'h')
         fprintf(stderr, "ring3: option '%s' takes no argument; try 'ring3 run --help'\n", name);
     else
         fprintf(stderr, "ring3: unknown option '%s'; try 'ring3 run --help'\n", name);
@@ -225,6 +230,7 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_TRACE_FILE: o->trace = true; o->trace_file = optarg; break;
         case OPT_CMD: o->cmd = optarg; break;
         case OPT_TIME: o->time = true; break;
+        case OPT_STATS: o->stats = true; break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
         default: return bad_option(c, argv);

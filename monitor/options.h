@@ -24,6 +24,7 @@ struct r3_options {
     const char *trace_file;     /* --trace-file: log there, NULL = stderr */
     const char *cmd;            /* --cmd: a shell command to run in the guest, NULL for none */
     bool time;                  /* --time: report boot and total time at exit */
+    bool stats;                 /* --stats: report monitor events at exit */
     bool kernel_default;        /* no KERNEL given: the default kernel and initramfs */
 };
 

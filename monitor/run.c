@@ -10,6 +10,7 @@
 #include "loader.h"
 #include "options.h"
 #include "runtime.h"
+#include "stats.h"
 #include "vcpu.h"
 
 #include "../hw/platform.h"
@@ -48,6 +49,8 @@ _Noreturn void monitor_exit(struct vcpu *v, int status)
         else
             fprintf(stderr, "ring3: no guest process ran; %.3f s in all\n", seconds_since(v->start_ns));
     }
+    if (stats_enabled)
+        stats_report(stderr, seconds_since(v->start_ns));
     exit(status);
 }
 
@@ -135,6 +138,8 @@ int run_main(int argc, char **argv)
     }
     v->booting_linux = bs.linux_boot;
     v->report_time = o.time;
+    if (o.stats)
+        stats_init();
     if (o.trace) {
         v->trace = o.trace_file ? fopen(o.trace_file, "w") : stderr;
         if (!v->trace) {

@@ -22,6 +22,7 @@
 #define SA_RESTORER_FLAG 0x04000000
 
 #include "runtime.h"
+#include "stats.h"
 #include "vcpu.h"
 
 #define TRAP_DE 0
@@ -121,12 +122,16 @@ static void host_took_sysenter(struct vcpu *v)
     emulate_entry(v, R3_E_SYSENTER, 0, 0);
 }
 
+/* What the signal being handled turned out to be, for --stats. */
+static enum stat_signal signal_kind;
+
 /* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1). */
 static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucontext_t *uc)
 {
     unsigned trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO];
     unsigned err = (unsigned)uc->uc_mcontext.gregs[REG_ERR];
     if (host_sysenter_returned(v, sig, si, uc)) {
+        signal_kind = STAT_SYSCALL;
         host_took_sysenter(v);
         return;
     }
@@ -136,19 +141,24 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         if (trapno == TRAP_PF) {
             uint32_t addr = (uint32_t)(uintptr_t)si->si_addr;
             enum mmu_access a = err & PF_ERR_FETCH ? MMU_FETCH : err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ;
+            signal_kind = v->cpl == 3 ? STAT_FILL_USER : STAT_FILL_KERNEL;
             if ((uintptr_t)si->si_addr < (1ull << 32) && mmu_fill(v, addr, a))
                 return;         /* the host TLB is filled: retry the instruction */
+            signal_kind = STAT_GUEST_PF;
             v->cr2 = addr;
             vcpu_raise(v, VEC_PF, mmu_fault_error(v, addr, a, false));
         }
         if (trapno == TRAP_AC)
             vcpu_raise(v, VEC_AC, 0);
+        signal_kind = STAT_LIMIT_RETRY;
         if (trapno == TRAP_GP && err == 0 && mmu_user_unlimit(v))
             return;             /* past the user segment limit: retry as paging alone says */
+        signal_kind = STAT_GP;
         if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v))
             return;
         vcpu_raise(v, VEC_GP, trapno == TRAP_GP ? (int)(err & 0xFFFF) : 0);
     case SIGILL: {
+        signal_kind = STAT_ILLEGAL;
         /* AMD CPUs refuse sysenter in compatibility mode (#UD): a guest
          * process's sysenter is the guest's fast system call all the same. */
         uint8_t insn[2];
@@ -160,8 +170,10 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
     }
     case SIGFPE:
+        signal_kind = STAT_MATH;
         vcpu_raise(v, trapno == TRAP_MF ? VEC_MF : trapno == TRAP_XM ? VEC_XM : VEC_DE, NO_ERROR_CODE);
     case SIGSYS: {
+        signal_kind = STAT_SYSCALL;
         /* Syscall User Dispatch stopped a system call instruction of guest
          * code, which runs unrewritten in guest processes: int $n is the
          * guest's software interrupt, sysenter the guest's fast call. The
@@ -180,6 +192,7 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
     }
     case SIGTRAP:
+        signal_kind = STAT_TRAP;
         /* int3 and into are traps: the host already points after them. */
         if (trapno == TRAP_BP || trapno == TRAP_OF) {
             vcpu_soft_int(v, trapno);
@@ -230,6 +243,8 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
         internal_error(v, sig, uc, si);
     }
 
+    uint64_t t0 = stats_start();
+    signal_kind = sig == SIGALRM ? STAT_TIMER : STAT_OTHER;
     v->sh->fsbase = interrupted_fsbase;
     context_to_shared(v, uc);
     if (v->cpl == 3)
@@ -249,6 +264,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     vcpu_check_interrupts(v);
     events_arm(v);
     shared_to_context(v, uc);
+    stats_signal(signal_kind, t0);
     return v->sh->fsbase;
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "stats.h"
 #include "vcpu.h"
 
 #include "../hw/pic.h"
@@ -66,6 +67,10 @@ static void deliver(struct vcpu *v, unsigned vector, int error, enum delivery ho
 {
     struct r3_shared *sh = v->sh;
     int ext = how == DELIVER_EXT ? 1 : 0;
+    if (how == DELIVER_EXC)
+        stats_exception(vector);
+    else if (how == DELIVER_EXT)
+        stats_interrupt(vector);
     uint32_t gate_err = vector * 8 + 2 + (uint32_t)ext;
     if (vector * 8 + 7 > v->idtr.limit)
         vcpu_raise(v, VEC_GP, (int)gate_err);

@@ -236,7 +236,7 @@ bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value);
 void cpu_reset_msrs(struct vcpu *v);
 /* Make guest processes' cpuid trap (#GP) where the host allows it; returns whether it does. */
 bool cpu_cpuid_faulting_on(void);
-/* The host's TSC frequency in kHz, measured (10 ms). */
+/* The host's TSC frequency in kHz, measured over 10 ms on the first call. */
 uint32_t cpu_tsc_khz(void);
 
 /* ---- emulate.c: the ABI entries ---- */
@@ -249,6 +249,9 @@ void emulate_gate(void);
  * byte is (site) and which ends at (next). Used by the gate and, for the
  * insert mode, by the SIGILL handler after decoding. */
 void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux);
+
+/* The ABI name of (entry), e.g. "SYSENTER". */
+const char *emulate_entry_name(unsigned entry);
 
 /* ---- decode.c ---- */
 

@@ -1,0 +1,48 @@
+/* `ring3 run --stats`: counts and host time of each kind of monitor event, printed at exit (like kvm_stat). */
+#ifndef RING3_STATS_H
+#define RING3_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <x86intrin.h>
+
+/* What a host signal taken from guest code turned out to be. */
+enum stat_signal {
+    STAT_FILL_KERNEL,       /* SIGSEGV: a host mapping filled for the guest kernel (CPL 0) */
+    STAT_FILL_USER,         /* ... for a guest process (CPL 3) */
+    STAT_GUEST_PF,          /* SIGSEGV: the guest's own page fault */
+    STAT_LIMIT_RETRY,       /* #GP at the user segment limit: supervisor pages dropped */
+    STAT_GP,                /* #GP: an I/O instruction, cpuid, or the guest's #GP */
+    STAT_SYSCALL,           /* SIGSYS: int $n or sysenter by a guest process */
+    STAT_ILLEGAL,           /* SIGILL: sysenter on AMD, or the guest's #UD */
+    STAT_TRAP,              /* SIGTRAP: int3, into, single step */
+    STAT_MATH,              /* SIGFPE */
+    STAT_TIMER,             /* SIGALRM: a device deadline */
+    STAT_OTHER,
+    STAT_SIGNAL_KINDS
+};
+
+extern bool stats_enabled;
+
+void stats_init(void);
+void stats_add_gate(unsigned entry, uint64_t t0);
+void stats_add_signal(enum stat_signal kind, uint64_t t0);
+void stats_add_exception(unsigned vector);
+void stats_add_interrupt(unsigned vector);
+void stats_add_cr3(uint64_t t0);
+
+/* The start of a timed event: the TSC when --stats is on, else 0 (nothing else is paid). */
+static inline uint64_t stats_start(void) { return stats_enabled ? __rdtsc() : 0; }
+
+/* Each records one event ended now, when --stats is on. */
+static inline void stats_gate(unsigned entry, uint64_t t0) { if (stats_enabled) stats_add_gate(entry, t0); }
+static inline void stats_signal(enum stat_signal k, uint64_t t0) { if (stats_enabled) stats_add_signal(k, t0); }
+static inline void stats_exception(unsigned vector) { if (stats_enabled) stats_add_exception(vector); }
+static inline void stats_interrupt(unsigned vector) { if (stats_enabled) stats_add_interrupt(vector); }
+static inline void stats_cr3(uint64_t t0) { if (stats_enabled) stats_add_cr3(t0); }
+
+/* Print the table to (f): one row per kind seen, with count, total and mean host time. */
+void stats_report(FILE *f, double seconds_in_all);
+
+#endif

@@ -1,0 +1,60 @@
+"""`ring3 run --stats`: the table of monitor events printed at exit.
+
+Counts are checked against what the guest is known to do: a guest process's getpid loop
+enters the kernel once per call (a gate SYSENTER from the vDSO, a SIGSYS for int $0x80), the
+kernel's timer interrupt arrives on vector 48 (IRQ 0 after Linux programs the 8259), and
+starting processes writes cr3.
+"""
+import os
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RING3 = os.environ.get("RING3_BIN", str(ROOT / "build" / "bin" / "ring3"))
+ROW = re.compile(r"^  (\S+)\s+(.+?)\s+(\d+)(?:\s+([\d.]+)\s+([\d.]+))?\s*$")
+
+
+def stats_of(stderr):
+    """{(kind, event): (count, total_ms or None)} from the table on stderr."""
+    lines = stderr.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("ring3 stats:"))
+    rows = {}
+    for line in lines[start + 2:]:
+        m = ROW.match(line)
+        if not m:
+            break
+        rows[(m[1], m[2])] = (int(m[3]), float(m[4]) if m[4] else None)
+    return rows
+
+
+def test_linux_getpid_counts():
+    n = 300
+    p = subprocess.run([RING3, "run", "--stats", "--cmd", f"getpid {n}"], capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"getpid: {n} calls"), p.stdout
+    rows = stats_of(p.stderr)
+    assert rows[("gate", "SYSENTER")][0] >= n, rows
+    assert rows[("gate", "SYSEXIT")][0] >= n, rows
+    assert rows[("signal", "int $n or sysenter of a process (SIGSYS)")][0] >= n, rows
+    assert rows[("interrupt", "vector 48")][0] > 0, rows
+    assert rows[("mmu", "cr3 write (host mappings dropped)")][0] > 0, rows
+    assert all(ms is None or ms >= 0 for _, ms in rows.values()), rows
+
+
+def test_no_table_without_the_option():
+    p = subprocess.run([RING3, "run", "--cmd", "true"], capture_output=True, text=True,
+                       timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0 and "ring3 stats" not in p.stderr, p.stderr
+
+
+def test_multiboot_guest_exceptions_counted():
+    """The exceptions test guest raises each exception it tests once through the guest IDT."""
+    elf = ROOT / "build" / "testguests" / "ring3" / "exceptions.elf"
+    p = subprocess.run([RING3, "run", "--stats", str(elf)], capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL)
+    assert "exceptions: pass" in p.stdout, p.stdout + p.stderr
+    rows = stats_of(p.stderr)
+    for vector in (0, 6, 13, 14):      # #DE, #UD, #GP, #PF, as the guest's expect file lists
+        assert rows.get(("exception", f"vector {vector}"), (0,))[0] > 0, p.stderr
