@@ -269,52 +269,67 @@ void mmu_flush_page(struct vcpu *v, uint32_t linear)
     }
 }
 
-/* Unmaps every mapped page for which (drop) says so, one system call per run. */
-static void unmap_where(struct vcpu *v, bool (*drop)(uint32_t page, bool arg), bool arg)
+enum drop { DROP_ALL, DROP_NOT_GLOBAL, DROP_PRIVILEGED };
+
+static uint64_t drop_mask(unsigned word, enum drop what)
 {
-    uint32_t start = 0;
-    bool in_run = false;
-    for (uint32_t page = 0; page <= NPAGES; page++) {
-        if (page < NPAGES && page % 64 == 0 && !mapped[page / 64] && !in_run) {
-            page += 63;
-            continue;
-        }
-        bool d = page < NPAGES && bit(mapped, page) && drop(page, arg);
-        if (d && !in_run) {
-            start = page;
-            in_run = true;
-        } else if (!d && in_run) {
-            guestmem_unmap(v->gm, (uint64_t)start << 12, (uint64_t)(page - start) << 12);
-            for (uint32_t p = start; p < page; p++) {
-                set_bit(mapped, p, false);
-                set_bit(global, p, false);
-                set_bit(privileged, p, false);
-            }
-            in_run = false;
-        }
+    switch (what) {
+    case DROP_ALL: return mapped[word];
+    case DROP_NOT_GLOBAL: return mapped[word] & ~global[word];
+    default: return mapped[word] & privileged[word];
     }
 }
 
-static bool not_kept_global(uint32_t page, bool keep_global)
+static void unmap_run(struct vcpu *v, uint32_t first, uint32_t end)
 {
-    return !(keep_global && bit(global, page));
+    guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12);
 }
 
-static bool is_privileged(uint32_t page, bool unused)
+/* Unmaps every mapped page that (what) selects. A run may span pages that
+ * are not mapped (they are the reservation already), so that all of a
+ * process's pages usually go in one system call; a page that stays ends it. */
+static void unmap_where(struct vcpu *v, enum drop what)
 {
-    (void)unused;
-    return bit(privileged, page);
+    uint32_t first = 0, end = 0;    /* the run: pages [first, end), none when end == 0 */
+
+    for (unsigned w = 0; w < NPAGES / 64; w++) {
+        if (!mapped[w])
+            continue;
+        uint64_t drop = drop_mask(w, what), keep = mapped[w] & ~drop, todo = drop;
+        while (todo) {
+            unsigned d = (unsigned)__builtin_ctzll(todo);
+            uint64_t kept_before = keep & ((1ull << d) - 1);
+            if (kept_before && end) {
+                unmap_run(v, first, end);
+                end = 0;
+            }
+            keep &= ~kept_before;
+            if (!end)
+                first = w * 64 + d;
+            end = w * 64 + d + 1;
+            todo &= todo - 1;
+        }
+        if (keep && end) {
+            unmap_run(v, first, end);
+            end = 0;
+        }
+        mapped[w] &= ~drop;
+        global[w] &= ~drop;
+        privileged[w] &= ~drop;
+    }
+    if (end)
+        unmap_run(v, first, end);
 }
 
 static void drop_privileged(struct vcpu *v)
 {
-    unmap_where(v, is_privileged, false);
+    unmap_where(v, DROP_PRIVILEGED);
     lowest_privileged = NO_PRIVILEGED;
 }
 
 void mmu_flush(struct vcpu *v, bool keep_global)
 {
-    unmap_where(v, not_kept_global, keep_global);
+    unmap_where(v, keep_global ? DROP_NOT_GLOBAL : DROP_ALL);
     if (!keep_global)
         lowest_privileged = NO_PRIVILEGED;
     v->user_unlimited = false;
