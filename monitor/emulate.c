@@ -538,7 +538,7 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
         uint32_t at = mem_linear(v, desc, aux, 6);
         uint16_t limit = mmu_read16(v, at);
         uint32_t base = mmu_read32(v, at + 2, false) & (bytes == 2 ? 0xFFFFFFu : 0xFFFFFFFFu);
-        if (entry == R3_E_LGDT) { v->gdtr.limit = limit; v->gdtr.base = base; }
+        if (entry == R3_E_LGDT) { v->gdtr.limit = limit; v->gdtr.base = base; seg_forget_fast_loads(v); }
         else { v->idtr.limit = limit; v->idtr.base = base; }
         TRACE(v, "%s %08x/%04x", entry == R3_E_LGDT ? "lgdt" : "lidt", base, limit);
         break;
@@ -657,6 +657,7 @@ void emulate_gate(void)
     unsigned words = entry_words[entry];
     uint64_t t0 = stats_start();
     jmp_buf jb;
+    seg_take_fast_loads(v);
     v->fault_jmp = &jb;
     /* Until the site is known, a fault reports the state at the call. */
     memcpy(v->fault_regs, sh->regs, sizeof v->fault_regs);
@@ -691,5 +692,6 @@ out:
     events_poll(v);
     vcpu_check_interrupts(v);
     events_arm(v);
+    seg_publish(v);
     stats_gate(entry, t0);
 }

@@ -170,5 +170,6 @@ int run_main(int argc, char **argv)
         console_raw();
     TRACE(v, "start at %08x, eax %08x ebx %08x", bs.entry, bs.eax, bs.ebx);
     events_arm(v);
+    seg_publish(v);
     runtime_enter_guest();
 }

@@ -1,8 +1,9 @@
 /* The runtime blob copied to R3_CODE: 32-bit entry stubs and the 64-bit gate.
  *
  * Rewritten guest code calls `*R3_TABLE+4*N`; the table points at the stubs
- * below. The fast stubs (sti, pushf fixup, popf) run in 32-bit compatibility
- * mode and touch only the shared page. Every other entry, and the fast ones
+ * below. The fast stubs (sti, pushf fixup, popf, and the kernel's common
+ * segment-register pushes and loads) run in 32-bit compatibility mode and
+ * touch only the shared page, the guest's stack and its GDT. Every other entry, and the fast ones
  * when an interrupt is pending, far-jumps to the 64-bit trampoline, which
  * saves the guest registers in the shared page, moves to the monitor's stack
  * and TLS base, and calls the monitor's gate handler. The way back is one
@@ -38,6 +39,10 @@ r3_blob:
     .long gate_stubs - r3_blob
     .long GATE_STUB_SIZE
     .long exit64 - r3_blob
+    .long stub_push_sreg - r3_blob
+    .long stub_mov_to_sreg - r3_blob
+    .long stub_pop_sreg - r3_blob
+    .long 0                     /* the quads below are 8-byte aligned, as in C */
 mon_rsp:     .quad 0            /* filled in before the page is made read-only */
 mon_fsbase:  .quad 0
 mon_handler: .quad 0
@@ -83,6 +88,135 @@ stub_popf:
     popfl
     ret $4
 3:  jmp gate_stubs + GATE_STUB_SIZE * R3_E_POPF
+
+/* push %sreg, 32-bit, at CPL 0: the virtual selector the monitor published,
+ * zero-extended (SDM vol. 2, PUSH: the CPU writes 2 or 4 bytes; the rest
+ * goes to the gate). The words of the site are reused: the AUX slot becomes
+ * the pushed value and the return address moves up over DESC. */
+stub_push_sreg:
+    pushl %eax
+    pushfl                      /* +8 return address, +12 DESC, +16 AUX */
+    cmpl $0, %ss:SH(SH_CPL)
+    jne 1f
+    movl 12(%esp), %eax
+    testb $0x80, %al            /* DESC SIZE 2: a 32-bit push */
+    jz 1f
+    andl $0xF, %eax
+    cmpl $5, %eax
+    ja 1f
+    movl %ss:SH(SH_VSEL)(,%eax,4), %eax
+    movl %eax, 16(%esp)
+    movl 8(%esp), %eax
+    movl %eax, 12(%esp)
+    popfl
+    popl %eax
+    leal 4(%esp), %esp          /* lea keeps the flags */
+    ret
+1:  popfl
+    popl %eax
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_PUSH_SREG
+
+/* mov r16/m16, %sreg and pop %sreg (32-bit) at CPL 0, for es, ds, fs and
+ * gs: when the selector is the one the monitor last loaded into that register
+ * (SH_SEGC) and its GDT descriptor still reads as it did, every check the CPU
+ * makes (SDM vol. 2, MOV and POP) comes out as it did then, so the same host
+ * selector goes into the register. mov takes a register, or memory at
+ * disp(%esp); the rest, and any miss, go to the gate. The monitor takes the
+ * new state from SH_FASTLOAD. %edi says which of the two is running. */
+stub_pop_sreg:
+    pushfl
+    pushal                      /* +28 eax ... +0 edi, +32 flags, +36 return, +40 DESC, +44 AUX, +48 the word popped */
+    movl $1, %edi
+    testb $0x80, 40(%esp)       /* DESC SIZE 2: a 32-bit pop */
+    jz 9f
+    movzwl 48(%esp), %eax
+    movl 40(%esp), %ecx
+    jmp 2f
+
+stub_mov_to_sreg:
+    pushfl
+    pushal                      /* as above */
+    xorl %edi, %edi
+    movl 40(%esp), %ebx
+    movl %ebx, %ecx
+    movl %ebx, %eax
+    andl $0x30, %eax            /* KIND */
+    cmpl $0x10, %eax
+    je 1f
+    cmpl $0x20, %eax
+    jne 9f
+    movl %ebx, %eax
+    andl $0x1CFF00, %eax        /* BASE %esp, no INDEX, no segment override */
+    cmpl $0x8400, %eax
+    jne 9f
+    movl 44(%esp), %eax
+    movzwl 48(%esp,%eax), %eax  /* %esp at the site is %esp + 48 here */
+    jmp 2f
+1:  movl %ebx, %eax
+    shrl $8, %eax
+    andl $0xF, %eax             /* the source register, not %esp */
+    cmpl $4, %eax
+    je 9f
+    cmpl $7, %eax
+    ja 9f
+    negl %eax
+    movzwl 28(%esp,%eax,4), %eax
+2:  /* %eax: the selector; %ecx: DESC, whose REG is the segment register */
+    cmpl $0, %ss:SH(SH_CPL)
+    jne 9f
+    andl $0xF, %ecx
+    cmpl $5, %ecx
+    ja 9f
+    movl $0x39, %ebx            /* es, ds, fs, gs */
+    btl %ecx, %ebx
+    jnc 9f
+    movl %ecx, %edx
+    shll $5, %edx               /* SEGC_SIZE */
+    cmpl %ss:SH(SH_SEGC + SEGC_SEL)(%edx), %eax
+    jne 9f
+    movl %ss:SH(SH_SEGC + SEGC_ADDR)(%edx), %ebx
+    testl %ebx, %ebx
+    jz 3f
+    movl %ss:(%ebx), %esi
+    cmpl %ss:SH(SH_SEGC + SEGC_LO)(%edx), %esi
+    jne 9f
+    movl %ss:4(%ebx), %esi
+    cmpl %ss:SH(SH_SEGC + SEGC_HI)(%edx), %esi
+    jne 9f
+3:  movl %eax, %ss:SH(SH_VSEL)(,%ecx,4)
+    btsl %ecx, %ss:SH(SH_FASTLOAD)
+    movl %ss:SH(SH_SEGC + SEGC_HOST)(%edx), %eax
+    cmpl $3, %ecx
+    jb 4f
+    je 5f
+    cmpl $4, %ecx
+    je 6f
+    movw %ax, %gs
+    jmp 7f
+4:  movw %ax, %es
+    jmp 7f
+5:  movw %ax, %ds
+    jmp 7f
+6:  movw %ax, %fs
+7:  testl %edi, %edi
+    jnz 8f
+    popal
+    popfl
+    ret $8
+8:  movl 36(%esp), %eax         /* pop: return with the popped word gone too */
+    movl %eax, 48(%esp)
+    popal
+    popfl
+    leal 12(%esp), %esp
+    ret
+9:  testl %edi, %edi
+    jnz 10f
+    popal
+    popfl
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_MOV_TO_SREG
+10: popal
+    popfl
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_POP_SREG
 
 /* One stub per entry number: note the number, then far-jump to 64-bit code. */
     .balign GATE_STUB_SIZE

@@ -12,6 +12,7 @@
 
 struct r3_blob_header {
     uint32_t sti_off, pushf_off, popf_off, gate_off, gate_size, exit_off;
+    uint32_t push_sreg_off, mov_to_sreg_off, pop_sreg_off, pad;
     uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud, mon_xsave;
 };
 
@@ -80,6 +81,9 @@ int runtime_install(runtime_gate_fn gate)
     table[R3_E_STI] = R3_CODE + h->sti_off;
     table[R3_E_PUSHF] = R3_CODE + h->pushf_off;
     table[R3_E_POPF] = R3_CODE + h->popf_off;
+    table[R3_E_PUSH_SREG] = R3_CODE + h->push_sreg_off;
+    table[R3_E_MOV_TO_SREG] = R3_CODE + h->mov_to_sreg_off;
+    table[R3_E_POP_SREG] = R3_CODE + h->pop_sreg_off;
     blob_gate_end = h->gate_off + R3_ENTRY_COUNT * h->gate_size;
     blob_exit_off = h->exit_off;
 
@@ -88,6 +92,9 @@ int runtime_install(runtime_gate_fn gate)
     sh->sel[1] = HOST_CS32;
     sh->sel[0] = sh->sel[2] = sh->sel[3] = HOST_DS;
     sh->eflags = 0x202;
+    sh->cpl = 0xFF;                 /* no fast segment paths until the monitor publishes its state */
+    for (unsigned i = 0; i < 6; i++)
+        sh->segc[i].sel = SEGC_NONE;
 
     if (mprotect((void *)(uintptr_t)R3_TABLE, R3_SHARED - R3_TABLE, PROT_READ) ||
         mprotect(code, R3_RUNTIME_BASE + R3_RUNTIME_SIZE - R3_CODE, PROT_READ | PROT_EXEC))

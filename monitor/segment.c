@@ -9,6 +9,12 @@
  * At CPL 3, flat DS and ES run on one more LDT entry, flat but for a limit
  * below the guest kernel's mapped pages (mmu.c says where), so that a user
  * access to them raises #GP rather than reaching them.
+ *
+ * The kernel's entry and exit code saves, loads and restores es, ds and fs
+ * on every system call and interrupt. Each load this file makes at CPL 0 is
+ * remembered in the shared page (SH_SEGC), with the descriptor it read, so
+ * that the runtime stubs can repeat it without the gate while the descriptor
+ * is unchanged; seg_take_fast_loads adopts what they did.
  */
 #include <asm/ldt.h>
 #include <string.h>
@@ -199,6 +205,64 @@ void seg_user_data(struct vcpu *v)
     }
 }
 
+static struct seg fast_seg[6];      /* what each SH_SEGC entry loads, as the vcpu holds it */
+
+static bool fast_reg(unsigned sreg)
+{
+    return sreg == SREG_ES || sreg == SREG_DS || sreg == SREG_FS || sreg == SREG_GS;
+}
+
+/* Remember a load just made at CPL 0 of (selector), whose descriptor (raw,
+ * accessed bit set) sits at linear (at); at == 0 for a null selector. */
+static void remember_load(struct vcpu *v, unsigned sreg, uint16_t selector, uint32_t at, uint64_t raw)
+{
+    struct r3_segcache *c = &v->sh->segc[sreg];
+
+    if (v->cpl != 0 || !fast_reg(sreg) || (selector & 4))
+        return;
+    fast_seg[sreg] = v->sreg[sreg];
+    c->sel = selector;
+    c->host = v->host_sel[sreg];
+    c->addr = at;
+    c->lo = (uint32_t)raw;
+    c->hi = (uint32_t)(raw >> 32);
+}
+
+void seg_forget_fast_loads(struct vcpu *v)
+{
+    for (unsigned i = 0; i < 6; i++)
+        v->sh->segc[i].sel = SEGC_NONE;
+}
+
+void seg_take_fast_loads(struct vcpu *v)
+{
+    struct r3_shared *sh = v->sh;
+    uint32_t loaded = sh->fastload;
+
+    if (!loaded)
+        return;
+    sh->fastload = 0;
+    for (unsigned i = 0; i < 6; i++) {
+        if (!(loaded >> i & 1))
+            continue;
+        v->sreg[i] = fast_seg[i];
+        v->host_sel[i] = sh->sel[i] = sh->segc[i].host;
+        if (i == SREG_FS)
+            sh->fsbase = fast_seg[i].base;
+        if (i == SREG_GS)
+            sh->gsbase = fast_seg[i].base;
+    }
+}
+
+void seg_publish(struct vcpu *v)
+{
+    struct r3_shared *sh = v->sh;
+
+    for (unsigned i = 0; i < 6; i++)
+        sh->vsel[i] = v->sreg[i].sel;
+    sh->cpl = (v->cr0 & CR0_PE) ? v->cpl : 0xFF;
+}
+
 /* The host selector that gives guest segment (s) its base and limit. */
 static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s)
 {
@@ -222,6 +286,7 @@ static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s
     d.seg_32bit = 1;
     d.contents = expand_down ? 1 : 0;
     d.read_exec_only = (s->attr & ATTR_RW) ? 0 : 1;
+    v->sh->segc[sreg].sel = SEGC_NONE;      /* its LDT entry changes: forget what it held */
     if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0) {
         TRACE(v, "modify_ldt failed for %04x; using the flat segment", s->sel);
         return HOST_DS;
@@ -254,6 +319,7 @@ void seg_load(struct vcpu *v, unsigned sreg, uint16_t selector)
         if (sreg == SREG_SS)
             vcpu_raise(v, VEC_GP, 0);
         seg_set(v, sreg, selector, NULL);
+        remember_load(v, sreg, selector, 0, 0);
         return;
     }
     uint64_t raw;
@@ -282,6 +348,7 @@ void seg_load(struct vcpu *v, unsigned sreg, uint16_t selector)
     }
     mark_accessed(v, selector, &s);
     seg_set(v, sreg, selector, &s);
+    remember_load(v, sreg, selector, v->gdtr.base + (selector & ~7u), raw | 1ull << 40);
     TRACE(v, "load %u <- %04x base %08x limit %08x", sreg, selector, s.base, s.limit);
 }
 

@@ -36,6 +36,18 @@
 #define SH_GS       0x44
 #define SH_FSBASE   0x48
 #define SH_GSBASE   0x50
+/* For the stubs' fast segment-register paths (monitor/segment.c keeps them). */
+#define SH_CPL      0x58    /* the virtual CPL; 0xFF outside protected mode */
+#define SH_FASTLOAD 0x5c    /* bit N: a stub loaded segment register N from SH_SEGC */
+#define SH_VSEL     0x60    /* the virtual selectors, es cs ss ds fs gs, 4 bytes each */
+#define SH_SEGC     0x80    /* per segment register, SEGC_SIZE bytes: a load the stubs may repeat */
+#define SEGC_SEL    0x00    /*   its selector (SEGC_NONE: none) */
+#define SEGC_HOST   0x04    /*   the host selector it put in the register */
+#define SEGC_ADDR   0x08    /*   linear address of its GDT descriptor; 0 for a null selector */
+#define SEGC_LO     0x0c    /*   the descriptor as it was then, accessed bit set */
+#define SEGC_HI     0x10
+#define SEGC_SIZE   0x20
+#define SEGC_NONE   0xFFFFFFFFu
 /* Monitor-only scratch below 4 GiB, for the i386 system calls that take a
  * 32-bit pointer (segment.c); never read back after the call. */
 #define SH_SCRATCH  0x800
@@ -55,6 +67,13 @@ struct r3_shared {
     uint32_t sel[6];           /* host selectors loaded on the way back */
     uint64_t fsbase;
     uint64_t gsbase;
+    uint32_t cpl;
+    uint32_t fastload;
+    uint32_t vsel[6];
+    uint32_t pad2[2];
+    struct r3_segcache {
+        uint32_t sel, host, addr, lo, hi, pad[3];
+    } segc[6];
 };
 
 _Static_assert(offsetof(struct r3_shared, entry) == SH_ENTRY, "SH_ENTRY");
@@ -64,6 +83,11 @@ _Static_assert(offsetof(struct r3_shared, eflags) == SH_EFLAGS, "SH_EFLAGS");
 _Static_assert(offsetof(struct r3_shared, sel) == SH_SEL, "SH_SEL");
 _Static_assert(offsetof(struct r3_shared, fsbase) == SH_FSBASE, "SH_FSBASE");
 _Static_assert(offsetof(struct r3_shared, gsbase) == SH_GSBASE, "SH_GSBASE");
+_Static_assert(offsetof(struct r3_shared, cpl) == SH_CPL, "SH_CPL");
+_Static_assert(offsetof(struct r3_shared, fastload) == SH_FASTLOAD, "SH_FASTLOAD");
+_Static_assert(offsetof(struct r3_shared, vsel) == SH_VSEL, "SH_VSEL");
+_Static_assert(offsetof(struct r3_shared, segc) == SH_SEGC, "SH_SEGC");
+_Static_assert(sizeof(struct r3_segcache) == SEGC_SIZE, "SEGC_SIZE");
 _Static_assert(sizeof(struct r3_shared) <= SH_SCRATCH, "SH_SCRATCH");
 
 #define r3_shared_page ((struct r3_shared *)(uintptr_t)R3_SHARED)

@@ -247,6 +247,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     signal_kind = sig == SIGALRM ? STAT_TIMER : STAT_OTHER;
     v->sh->fsbase = interrupted_fsbase;
     context_to_shared(v, uc);
+    seg_take_fast_loads(v);
     if (v->cpl == 3)
         sync_user_segments(v, interrupted_fsbase);
     memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
@@ -263,6 +264,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     }
     vcpu_check_interrupts(v);
     events_arm(v);
+    seg_publish(v);
     shared_to_context(v, uc);
     stats_signal(signal_kind, t0);
     return v->sh->fsbase;

@@ -186,6 +186,14 @@ bool seg_set_user_limit(struct vcpu *v, uint32_t top);
  * limited user entry at CPL 3 with a limit, on the host's flat segment otherwise. */
 void seg_user_data(struct vcpu *v);
 
+/* The fast segment-register paths of the runtime stubs (SH_SEGC, SH_VSEL):
+ * publish the virtual selectors and CPL before going back to the guest;
+ * adopt the loads the stubs made, first thing on every monitor entry; forget
+ * every remembered load when the GDT moves (lgdt). */
+void seg_publish(struct vcpu *v);
+void seg_take_fast_loads(struct vcpu *v);
+void seg_forget_fast_loads(struct vcpu *v);
+
 /* Reset all segment registers to flat 4 GiB segments with the given
  * selectors (the Multiboot entry state). */
 void seg_reset_flat(struct vcpu *v, uint16_t cs, uint16_t ds);

@@ -165,6 +165,26 @@ static void test_based_segments(void)
     load_gs(SEL_KDATA);
 }
 
+/* Loading a selector again after its descriptor changed gives the new descriptor (SDM vol. 3,
+ * 3.4.3: a load always reads the table), whether by mov from a register, pop, or mov from
+ * memory; ring3's runtime repeats a load without the monitor only while the descriptor reads
+ * the same. */
+static void test_reload_after_change(void)
+{
+    uint32_t a, b, c;
+
+    fsbuf[1] = 0xA1;
+    gsbuf[1] = 0xB2;
+    __asm__ __volatile__("mov %w1, %%fs; mov %w1, %%fs; movl %%fs:4, %0" : "=r"(a) : "r"(SEL_FSBUF));
+    gdt[SEL_FSBUF >> 3] = seg_desc((uint32_t)gsbuf, 0xFF, ACC_DATA, FLAGS_32_B);
+    __asm__ __volatile__("pushl %1; popl %%fs; movl %%fs:4, %0" : "=r"(b) : "i"(SEL_FSBUF) : "memory");
+    gdt[SEL_FSBUF >> 3] = seg_desc((uint32_t)fsbuf, 0xFFF, ACC_DATA, FLAGS_32_B);
+    __asm__ __volatile__("pushl %1; mov (%%esp), %%fs; addl $4, %%esp; movl %%fs:4, %0"
+                         : "=r"(c) : "i"(SEL_FSBUF) : "memory", "cc");
+    kprintf("reload after descriptor change: 0x%x 0x%x 0x%x\n", a, b, c);
+    load_fs(SEL_KDATA);
+}
+
 static void test_far_transfers(void)
 {
     uint32_t cs;
@@ -214,6 +234,7 @@ int guest_main(void)
     test_loads();
     test_far_pointer_loads();
     test_based_segments();
+    test_reload_after_change();
     test_far_transfers();
     test_inspect();
     return 0;
