@@ -124,7 +124,8 @@
  * X(number, NAME, words, path, "contract")
  *   words  0: the site is a bare call; 2: DESC and AUX are pushed
  *   path   FAST: 32-bit code on the runtime page, no monitor entry in the
- *                common case; GATE: far call into the 64-bit monitor;
+ *                common case (for the segment entries: at CPL 0, a load the
+ *                monitor made before, see monitor/segment.c); GATE: far call into the 64-bit monitor;
  *          INLINE: the rewriter emits the whole site itself (no table slot
  *                  is called; the number is kept for insert mode and traces)
  * The contract names what the entry defines; everything else is preserved.
@@ -162,10 +163,10 @@
     X(0x1D, MOV_FROM_CR,2, GATE,   "rm register := CR[REG]") \
     X(0x1E, MOV_TO_DR,  2, GATE,   "DR[REG] := rm register") \
     X(0x1F, MOV_FROM_DR,2, GATE,   "rm register := DR[REG]") \
-    X(0x20, MOV_TO_SREG,  2, GATE, "segment REG := r/m16, loading its descriptor") \
+    X(0x20, MOV_TO_SREG,  2, FAST, "segment REG := r/m16, loading its descriptor") \
     X(0x21, MOV_FROM_SREG,2, GATE, "r/m := selector of segment REG (zero-extended to a 32-bit register)") \
-    X(0x22, PUSH_SREG,  2, GATE,   "pushes the selector of segment REG (SIZE: 2 or 4 bytes)") \
-    X(0x23, POP_SREG,   2, GATE,   "segment REG := popped selector") \
+    X(0x22, PUSH_SREG,  2, FAST,   "pushes the selector of segment REG (SIZE: 2 or 4 bytes)") \
+    X(0x23, POP_SREG,   2, FAST,   "segment REG := popped selector") \
     X(0x24, LDS,        2, GATE,   "REG := m32 offset, ds := m16 selector") \
     X(0x25, LES,        2, GATE,   "REG := offset, es := selector") \
     X(0x26, LFS,        2, GATE,   "REG := offset, fs := selector") \
