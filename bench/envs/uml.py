@@ -54,6 +54,73 @@ def _kill_group(proc):
     proc.wait()
 
 
+def _host_cpu():
+    """The host CPU as the failure lines name it: vendor, family, model, AT_MINSIGSTKSZ."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
+                if not line.strip():
+                    break
+    except OSError:
+        pass
+    minsig = "?"
+    try:
+        with open("/proc/self/auxv", "rb") as f:
+            words = f.read()
+        pairs = [int.from_bytes(words[i:i + 8], "little") for i in range(0, len(words), 8)]
+        for key, value in zip(pairs[0::2], pairs[1::2]):
+            if key == 51:   # AT_MINSIGSTKSZ
+                minsig = str(value)
+    except OSError:
+        pass
+    return (f"{info.get('model name', '?')} ({info.get('vendor_id', '?')} family "
+            f"{info.get('cpu family', '?')} model {info.get('model', '?')}), "
+            f"AT_MINSIGSTKSZ {minsig}")
+
+
+# UML 6.12 x86-64 puts its stub code page here (os_get_top_address() is fixed at 0x7fc0002000;
+# arch/um/kernel/um_arch.c), the stub data pages, 8 KiB, right above: the stub's signal stack.
+STUB_CODE = ((0x7fc0002000 - 1) & ~0x1fff) - 0x1000
+STUB_END = STUB_CODE + 0x3000
+
+
+def _stub_failure(lines):
+    """A precise line for UML's panic when its stub process did not stop with SIGTRAP."""
+    hit = next((ln for ln in lines if "failed to wait for SIGTRAP" in ln), None)
+    if hit is None:
+        return None
+    m = re.search(r"status = 0x([0-9a-f]+)", hit)
+    status = int(m.group(1), 16) if m else None
+    regs = {}
+    for ln in lines:
+        r = re.match(r"(\w*)\s*\(\s*(\d+)\): ([0-9a-f]+)$", ln)
+        if r:
+            regs[int(r.group(2))] = int(r.group(3), 16)
+    if status is not None and status & 0xff == 0x7f:
+        sig = (status >> 8) & 0xff
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        what = f"stopped by {name}"
+    elif status is not None:
+        what = f"status {status:#x}"
+    else:
+        what = "no status"
+    where = ""
+    if 16 in regs:   # user_regs_struct: rip is word 16, rsp word 19
+        rip = regs[16]
+        place = ("in the stub's code" if STUB_CODE <= rip < STUB_END else
+                 "in the user process, i.e. while delivering its page fault to the stub's "
+                 "SIGSEGV handler")
+        where = f" at RIP {rip:#x} (RSP {regs.get(19, 0):#x}), {place}"
+    return (f"UML's stub process {what} instead of SIGTRAP (wait_stub_done){where}; "
+            f"host CPU {_host_cpu()}")
+
+
 def _reason(console, timed_out=False):
     """The console line that says best why a run failed (with the program's last message
     before it when /init reports its status)."""
@@ -61,12 +128,15 @@ def _reason(console, timed_out=False):
              if ln.strip() and "epollctl add err" not in ln]   # UML's noise about /dev/null
     if timed_out:
         return lines[-1] if lines else "no output at all"
+    stub = _stub_failure(lines)
+    if stub:
+        return stub
     for i, ln in enumerate(lines):
         if re.match(r"uml-init: (?!status 0$)", ln):
             if ln.startswith("uml-init: status") and i > 0 and "Run /init" not in lines[i - 1]:
                 return f"{ln} ({lines[i - 1]})"
             return ln
-    for pattern in (r"wait_stub_done", r"Kernel panic", r"panic", r"Segfault", r"failed"):
+    for pattern in (r"Kernel panic", r"panic", r"Segfault", r"failed"):
         hits = [ln for ln in lines if re.search(pattern, ln)]
         if hits:
             return hits[0]
@@ -130,9 +200,13 @@ def _boot(argv, timeout):
 
 
 def prepare():
+    # A make of our own, not a child of the one running the harness: its jobserver is not
+    # ours (without these variables the inner make would build with -j1).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     try:
-        r = subprocess.run(["make", "--no-print-directory", "uml"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+        r = subprocess.run(["make", "--no-print-directory", "uml"], cwd=ROOT, env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=BUILD_TIMEOUT)
     except subprocess.TimeoutExpired:
         return f"make uml took longer than {BUILD_TIMEOUT:g} s"
     if r.returncode != 0:
