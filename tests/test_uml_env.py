@@ -1,0 +1,48 @@
+"""bench/envs/uml.py reads UML's console for its verdict; these check that reading on console
+texts of the shapes UML 6.12 prints (no UML is built or run here)."""
+import importlib.util
+
+from conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("uml_env", ROOT / "bench" / "envs" / "uml.py")
+uml = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(uml)
+
+# The stub's first page fault could not be delivered to its SIGSEGV handler (status 0xb7f:
+# stopped by SIGSEGV), as UML 6.12 prints it; RIP is word 16, RSP word 19.
+STUB_PANIC = """Run /init as init process
+epollctl add err fd 16, Operation not permitted
+Stub registers -
+\tR15\t( 0): 0
+\tORIG_AX\t(15): ffffffffffffffff
+\t\t(16): 4017c0
+\tCS\t(17): 33
+\tEFLAGS\t(18): 10206
+\t\t(19): 7f7fcece30
+wait_stub_done : failed to wait for SIGTRAP, pid = 20945, n = 20945, errno = 25, status = 0xb7f
+Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b
+"""
+
+
+def test_stub_panic_names_signal_place_and_cpu():
+    reason = uml._reason(STUB_PANIC)
+    assert reason.startswith("UML's stub process stopped by SIGSEGV instead of SIGTRAP")
+    assert "RIP 0x4017c0 (RSP 0x7f7fcece30), in the user process" in reason
+    assert "AT_MINSIGSTKSZ" in reason and "family" in reason
+
+
+def test_stub_panic_in_stub_code():
+    text = STUB_PANIC.replace("(16): 4017c0", f"(16): {uml.STUB_CODE + 0xb7:x}")
+    assert "in the stub's code" in uml._reason(text)
+
+
+def test_program_failure_names_its_message():
+    text = "Run /init as init process\nusage: getpid COUNT\numl-init: status 2\nreboot: Power down\n"
+    assert uml._reason(text) == "uml-init: status 2 (usage: getpid COUNT)"
+
+
+def test_exec_failure_and_timeout():
+    text = "Run /init as init process\numl-init: execv /bin/x: No such file or directory\n"
+    assert uml._reason(text) == "uml-init: execv /bin/x: No such file or directory"
+    assert uml._reason("a\nRun /init as init process\nepollctl add err fd 3, x\n",
+                       timed_out=True) == "Run /init as init process"
