@@ -1,5 +1,28 @@
-# `make bench`: ring3 side by side with its baselines, medians and ratios (bench/run.py).
-# The benchmark guests use the test guests' runtime (testguests/lib, built by mk/testguests.mk).
+# Benchmarks.
+#
+#   make bench        the paper's Table 1 in the guest, every environment of bench/envs/
+#                     (bench/table.py: bench/RESULTS.md, results.json, results.png), then the
+#                     per-event costs of the monitor against QEMU (bench/run.py)
+#   make bench-quick  each benchmark program once, on ring3 only: a smoke test of the harness
+#
+# The programs (bench/programs/<name>.c) are built for i386 (the guest's initramfs puts them in
+# /usr/bench; they also run natively) and for x86-64 (for a User Mode Linux that cannot run
+# i386 binaries). The event guests use the test guests' runtime (testguests/lib, built by
+# mk/testguests.mk).
+
+BENCH_PROGRAMS := loop getpid pipesw fork openclose forkexec mmap
+BENCH_PROG_BINS := $(foreach a,i386 x86_64,$(patsubst %,$(B)/bench/programs/$(a)/%,$(BENCH_PROGRAMS)))
+BENCH_PROG_CFLAGS := -static -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror
+
+.PHONY: bench-programs bench-quick
+bench-programs: $(BENCH_PROG_BINS)
+
+$(B)/bench/programs/i386/%: bench/programs/%.c bench/programs/bench.h mk/bench.mk
+	@mkdir -p $(@D)
+	$(CC) -m32 $(BENCH_PROG_CFLAGS) -o $@ $<
+$(B)/bench/programs/x86_64/%: bench/programs/%.c bench/programs/bench.h mk/bench.mk
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_PROG_CFLAGS) -o $@ $<
 
 BENCH_LIB := $(sort $(wildcard testguests/lib/*.c testguests/lib/*.S))
 
@@ -16,5 +39,12 @@ $(eval $(call BENCH_VARIANT,plain,$(CC)))
 $(eval $(call BENCH_VARIANT,ring3,$(CC) -B $(B)/asbin/))
 
 .PHONY: bench
-bench: all $(B)/bench/plain/events.elf $(B)/bench/ring3/events.elf
+bench: all guest-kernel guest-kernel-plain initramfs bench-programs $(B)/bench/plain/events.elf $(B)/bench/ring3/events.elf
+	$(PYTHON) bench/table.py
 	$(PYTHON) bench/run.py
+
+bench-quick: all guest-kernel initramfs bench-programs
+	$(PYTHON) bench/table.py --quick
+
+# tests/test_bench.py runs bench-quick's check.
+TEST_DEPS += bench-programs

@@ -1,4 +1,5 @@
-# The guest's initramfs: Debian's busybox-static:i386, our /init and our test programs.
+# The guest's initramfs: Debian's busybox-static:i386, our /init, our test programs and the
+# benchmark programs (mk/bench.mk) in /usr/bench.
 #
 #   make initramfs        build/guest/initramfs.cpio.gz (newc, gzip)
 #   make guest-programs   build/guest/programs/<name>: static i386, for the guest and the host
@@ -14,6 +15,7 @@ GUEST_BUSYBOX   := $(INITRAMFS_DIR)/busybox
 GUEST_INIT      := guest/initramfs/init
 GUEST_PROGRAMS  := touchmem segv simd getpid forkexec
 GUEST_PROG_BINS := $(patsubst %,$(B)/guest/programs/%,$(GUEST_PROGRAMS))
+GUEST_BENCH_BINS := $(patsubst %,$(B)/bench/programs/i386/%,$(BENCH_PROGRAMS))
 # Static i386 programs of ours; they run unrewritten in the guest, as any Debian binary does,
 # and natively on the x86-64 host.
 GUEST_PROG_CFLAGS := -m32 -static -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror
@@ -47,11 +49,12 @@ $(GUEST_BUSYBOX):
 endif
 
 # The file list: directories, the console node, /init, busybox and a symbolic link for each
-# of its applets where `busybox --list-full` puts it, our programs in /usr/bin.
-$(INITRAMFS_DIR)/spec: $(GUEST_BUSYBOX) mk/initramfs.mk
+# of its applets where `busybox --list-full` puts it, our programs in /usr/bin, the benchmark
+# programs in /usr/bench.
+$(INITRAMFS_DIR)/spec: $(GUEST_BUSYBOX) mk/initramfs.mk mk/bench.mk
 	@mkdir -p $(@D)
 	set -o pipefail; \
-	{ for d in /bin /sbin /usr /usr/bin /usr/sbin /dev /proc /sys /root /etc; do \
+	{ for d in /bin /sbin /usr /usr/bin /usr/sbin /usr/bench /dev /proc /sys /root /etc; do \
 	      echo "dir $$d 755 0 0"; done; \
 	  echo "dir /tmp 1777 0 0"; \
 	  echo "nod /dev/console 600 0 0 c 5 1"; \
@@ -59,9 +62,10 @@ $(INITRAMFS_DIR)/spec: $(GUEST_BUSYBOX) mk/initramfs.mk
 	  echo "file /bin/busybox $(GUEST_BUSYBOX) 755 0 0"; \
 	  $(GUEST_BUSYBOX) --list-full | grep -vx bin/busybox | sed 's|.*|slink /& /bin/busybox 777 0 0|'; \
 	  for p in $(GUEST_PROG_BINS); do echo "file /usr/bin/$${p##*/} $$p 755 0 0"; done; \
+	  for p in $(GUEST_BENCH_BINS); do echo "file /usr/bench/$${p##*/} $$p 755 0 0"; done; \
 	} > $@.tmp && mv $@.tmp $@
 
-$(INITRAMFS): $(INITRAMFS_DIR)/spec $(GEN_INIT_CPIO) $(GUEST_INIT) $(GUEST_BUSYBOX) $(GUEST_PROG_BINS)
+$(INITRAMFS): $(INITRAMFS_DIR)/spec $(GEN_INIT_CPIO) $(GUEST_INIT) $(GUEST_BUSYBOX) $(GUEST_PROG_BINS) $(GUEST_BENCH_BINS)
 	$(GEN_INIT_CPIO) $< | gzip -9n > $@.tmp && mv $@.tmp $@
 
 TEST_DEPS += $(INITRAMFS)

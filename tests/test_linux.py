@@ -5,6 +5,7 @@ guest and exits with its status, and asserts on what the guest printed.
 """
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RING3 = os.environ.get("RING3_BIN", str(ROOT / "build" / "bin" / "ring3"))
 BOOT_TIMEOUT = 120
+
+sys.path.insert(0, str(ROOT / "tools"))
+import qemu_guest  # noqa: E402  (tools/qemu_guest.py: the same command under QEMU)
 
 
 def guest(command, *options, timeout=BOOT_TIMEOUT):
@@ -183,50 +187,6 @@ def test_interactive_shell_ctrl_c_and_quit():
 
 # ---- the same commands under QEMU: the plain build of the same kernel source and config ----
 
-QEMU_KERNEL = ROOT / "build" / "guest" / "bzImage-plain"
-INITRAMFS = ROOT / "build" / "guest" / "initramfs.cpio.gz"
-
-
-def newc(entries):
-    """A newc cpio archive of (name, mode, data) entries, as `ring3 run --cmd` appends one."""
-    out = b""
-    for ino, (name, mode, data) in enumerate(entries + [("TRAILER!!!", 0, b"")]):
-        fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name) + 1, 0]
-        hdr = b"070701" + b"".join(b"%08X" % f for f in fields) + name.encode() + b"\0"
-        out += hdr + b"\0" * (-len(hdr) % 4) + data + b"\0" * (-len(data) % 4)
-    return out
-
-
-def qemu_cmd(command, tmp_path, timeout=300):
-    """Run (command) the way --cmd does, under qemu-system-i386 (TCG); returns its output."""
-    token = os.urandom(8).hex()
-    initrd = tmp_path / "initrd"
-    base = INITRAMFS.read_bytes()
-    initrd.write_bytes(base + b"\0" * (-len(base) % 4) + newc(
-        [("ring3", 0o40755, b""), ("ring3/cmd", 0o100644, command.encode()),
-         ("ring3/token", 0o100644, token.encode() + b"\n")]))
-    p = subprocess.Popen(["qemu-system-i386", "-accel", "tcg", "-m", "256", "-nographic",
-                          "-no-reboot", "-monitor", "none", "-kernel", str(QEMU_KERNEL),
-                          "-initrd", str(initrd), "-append", "console=ttyS0 quiet"],
-                         stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    out = b""
-    end = f"{token}-end ".encode()
-    deadline = time.monotonic() + timeout
-    try:
-        while end not in out or not out.split(end, 1)[1].count(b"\n"):
-            assert time.monotonic() < deadline, out[-2000:]
-            chunk = p.stdout.read1(4096)
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        p.kill()
-        p.wait()
-    body = out.split(f"{token}-begin".encode(), 1)[1].split(b"\n", 1)[1]
-    shown, status = body.split(end, 1)
-    return shown.decode(), int(status.split(b"\n")[0])
-
-
 DIFFERENTIAL = [
     "uname -sr; uname -m",
     "seq 1 100000 | sort -rn | head -3; echo $((6 * 7))",
@@ -240,9 +200,10 @@ DIFFERENTIAL = [
 ]
 
 
-@pytest.mark.skipif(not QEMU_KERNEL.exists(), reason="make guest-kernel-plain builds it")
-def test_same_output_as_qemu(tmp_path):
+@pytest.mark.skipif(not qemu_guest.KERNEL.exists(), reason="make guest-kernel-plain builds it")
+def test_same_output_as_qemu():
     for command in DIFFERENTIAL:
-        want_out, want_status = qemu_cmd(command, tmp_path)
+        want = qemu_guest.run(command)
+        want_out, want_status = want.output, want.status
         p = guest(command)
         assert (p.stdout, p.returncode) == (want_out, want_status), command

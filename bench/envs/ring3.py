@@ -1,0 +1,38 @@
+"""ring3: the default guest (build/guest/bzImage, rewrite mode) with `ring3 run --cmd`."""
+import re
+import subprocess
+
+from . import INITRAMFS, ROOT, guest_command, missing
+
+NAME = "ring3"
+RING3 = ROOT / "build" / "bin" / "ring3"
+KERNEL = ROOT / "build" / "guest" / "bzImage"
+
+
+def prepare():
+    return missing(RING3, KERNEL, INITRAMFS)
+
+
+def _ring3(command, timeout, *options):
+    try:
+        p = subprocess.run([str(RING3), "run", *options, "--cmd", command], capture_output=True,
+                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"`{command}` did not end within {timeout:g} s") from None
+    if p.returncode:
+        raise RuntimeError(f"`{command}` ended with status {p.returncode}: "
+                           f"{(p.stdout + p.stderr).strip()[-300:]}")
+    return p
+
+
+def run(argv, timeout):
+    return _ring3(guest_command(argv), timeout).stdout
+
+
+def boot_seconds():
+    """--time: the monitor's own clock, from its start to the guest's first process."""
+    err = _ring3("true", 120, "--time").stderr
+    m = re.search(r"ring3: ([0-9.]+) s to the first guest process", err)
+    if not m:
+        raise RuntimeError(f"no boot time in --time's output: {err.strip()[-300:]}")
+    return float(m.group(1))

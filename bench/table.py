@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""`make bench`: the paper's Table 1 in the guest. Each benchmark program (bench/programs/)
+runs in each environment of bench/envs/; every figure is the median of BENCH_REPEAT runs
+(default 5), shown with its min and max and its ratio to native.
+
+    bench/table.py           every environment: bench/RESULTS.md, results.json, results.png
+    bench/table.py --quick   each program once on ring3 with its starting count, checking that
+                             every result line came and holds a sane number (make bench-quick)
+
+Iteration counts: one calibration run per program and environment, from a count small enough
+for the slowest environment, then counts scaled so that one run does about BENCH_SECONDS
+(default 1) of measured work; each run has a wall-clock cap of BENCH_CAP / BENCH_REPEAT s.
+"""
+import datetime
+import importlib
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+# program: (starting count, its results as (name, unit, row label)), in the table's order.
+PROGRAMS = {
+    "loop": (10_000_000, [("loop", "ns", "loop: increment a volatile variable")]),
+    "getpid": (1000, [("getpid_libc", "us", "getpid through libc (vDSO entry)"),
+                      ("getpid_raw", "us", "getpid by raw int $0x80")]),
+    "pipesw": (200, [("pipesw", "us", "pipe ping-pong round trip")]),
+    "fork": (10, [("fork", "ms", "fork + _exit + waitpid")]),
+    "openclose": (1000, [("openclose", "us", "open + close")]),
+    "forkexec": (5, [("forkexec", "ms", "fork + execve + waitpid")]),
+    "mmap": (20, [("mmap", "us", "mmap 1 MiB, touch every page, munmap")]),
+}
+BOOT = ("boot", "s", "boot to the first guest process")
+ROWS = [r for _, results in PROGRAMS.values() for r in results] + [BOOT]
+FIRST_ENVS = ["native", "ring3", "qemu_tcg", "qemu_kvm"]    # then the others, by name
+UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+MAX_COUNT = 2**31 - 1       # the programs' count is an i386 long
+RESULT_LINE = re.compile(r"^RESULT (\S+) (\S+) (ns|us|ms)$")
+
+REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
+TARGET = float(os.environ.get("BENCH_SECONDS", "1"))
+CAP = float(os.environ.get("BENCH_CAP", "300"))
+
+
+def parse(output, program):
+    """{result: value} from a program's output; ValueError unless every result of (program)
+    is there once, with its unit and a finite positive value, and no FAIL line."""
+    found = {}
+    for line in output.splitlines():
+        if line.startswith("FAIL "):
+            raise ValueError(line)
+        m = RESULT_LINE.match(line.strip())
+        if m:
+            if m.group(1) in found:
+                raise ValueError(f"{m.group(1)} reported twice")
+            found[m.group(1)] = (float(m.group(2)), m.group(3))
+    values = {}
+    for name, unit, _ in PROGRAMS[program][1]:
+        if name not in found:
+            raise ValueError(f"no RESULT {name} in {output.strip()[-200:]!r}")
+        value, got = found[name]
+        if got != unit or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"RESULT {name} {value} {got}: want a positive number of {unit}")
+        values[name] = value
+    return values
+
+
+def work_seconds(program, values, count):
+    """The measured time of one run: each result is per iteration, each loop does (count)."""
+    return count * sum(values[name] * UNIT_SECONDS[unit] for name, unit, _ in PROGRAMS[program][1])
+
+
+def calibrate(env, program, timeout):
+    """The count that makes one run of (program) in (env) do about TARGET s of work."""
+    count = PROGRAMS[program][0]
+    for _ in range(4):
+        work = work_seconds(program, parse(env.run([program, str(count)], timeout), program), count)
+        if work >= TARGET / 10 or count == MAX_COUNT:
+            break
+        count = min(MAX_COUNT, count * min(1000, math.ceil(TARGET / 5 / max(work, 1e-9))))
+    return max(1, min(MAX_COUNT, round(count * TARGET / max(work, 1e-9))))
+
+
+def summary(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def ratio(value, native):
+    """value / native, or None where either is missing."""
+    return value / native if value is not None and native else None
+
+
+def discover():
+    """The environment modules of bench/envs/, native and ring3 first."""
+    names = sorted(p.stem for p in (BENCH / "envs").glob("*.py") if not p.stem.startswith("_"))
+    names = [n for n in FIRST_ENVS if n in names] + [n for n in names if n not in FIRST_ENVS]
+    return [(n, importlib.import_module(f"envs.{n}")) for n in names]
+
+
+def measure(name, env):
+    """Every figure of one environment: {"figures": {row: {unit, count, values}}, "errors"}."""
+    print(f"== {env.NAME}", flush=True)
+    record = {"module": name, "name": env.NAME, "reason": env.prepare(), "figures": {},
+              "errors": {}}
+    if record["reason"]:
+        print(f"   unavailable: {record['reason']}", flush=True)
+        return record
+    timeout = CAP / REPEAT
+    for program, (_, results) in PROGRAMS.items():
+        try:
+            count = calibrate(env, program, timeout)
+            runs = [parse(env.run([program, str(count)], timeout), program) for _ in range(REPEAT)]
+        except (RuntimeError, ValueError) as e:
+            for result, _, _ in results:
+                record["errors"][result] = str(e)
+            print(f"   {program}: failed: {e}", flush=True)
+            continue
+        for result, unit, _ in results:
+            values = [r[result] for r in runs]
+            record["figures"][result] = {"unit": unit, "count": count, "values": values}
+            print(f"   {result:<12} {statistics.median(values):10.4g} {unit}  (count {count})",
+                  flush=True)
+    if hasattr(env, "boot_seconds"):
+        try:
+            values = [env.boot_seconds() for _ in range(REPEAT)]
+            if None not in values:
+                record["figures"]["boot"] = {"unit": "s", "count": 1, "values": values}
+                print(f"   boot         {statistics.median(values):10.4g} s", flush=True)
+        except RuntimeError as e:
+            record["errors"]["boot"] = str(e)
+    return record
+
+
+def machine():
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                if l.startswith("model name")), platform.processor())
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def fmt(value):
+    """Three significant digits, without exponents for the sizes these figures have."""
+    return f"{value:.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def cell(record, row, native):
+    """One table cell: median (min-max) and the ratio to native's median."""
+    if record["reason"]:
+        return "unavailable"
+    if row in record["errors"]:
+        return "failed"
+    fig = record["figures"].get(row)
+    if not fig:
+        return "—"
+    s = summary(fig["values"])
+    text = f"{fmt(s['median'])} ({fmt(s['min'])}–{fmt(s['max'])})"
+    r = ratio(s["median"], native)
+    return text + (f" **{r:.3g}×**" if r is not None and record["module"] != "native" else "")
+
+
+def markdown(results):
+    m, envs = results["machine"], results["environments"]
+    native = next((e for e in envs if e["module"] == "native"), None)
+    lines = ["# Benchmarks: the paper's Table 1 in the guest",
+             "",
+             f"Generated by `make bench` (bench/table.py) on {m['date']}: {m['cpu']}, "
+             f"{m['cores']} cores, host Linux {m['kernel']}.",
+             "",
+             f"Each cell: median of {results['repeat']} runs (min–max), then in bold the ratio "
+             "to native's median. Each run does about "
+             f"{results['target_seconds']:g} s of measured work; the guest rows boot once per "
+             "run and time themselves inside the guest.",
+             "",
+             "| figure | unit | " + " | ".join(e["name"] for e in envs) + " |",
+             "|---|---|" + "---|" * len(envs)]
+    for row, unit, label in ROWS:
+        nat = native and native["figures"].get(row)
+        nat_median = statistics.median(nat["values"]) if nat else None
+        lines.append(f"| {label} | {unit} | "
+                     + " | ".join(cell(e, row, nat_median) for e in envs) + " |")
+    notes = [f"- **{e['name']}** unavailable: {e['reason']}" for e in envs if e["reason"]]
+    notes += [f"- **{e['name']}**, {row}: {why}" for e in envs for row, why in e["errors"].items()]
+    if notes:
+        lines += ["", "Unavailable and failed:", ""] + notes
+    lines += ["", "Counts per run (iterations) are in bench/results.json with every repetition."]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    envs = [e for e in results["environments"] if e["figures"]]
+    rows = [r for r in ROWS if any(r[0] in e["figures"] for e in envs)]
+    fig, ax = plt.subplots(figsize=(13, 5.5))
+    width = 0.8 / max(1, len(envs))
+    for i, e in enumerate(envs):
+        xs, ys, lo, hi = [], [], [], []
+        for x, (row, _, _) in enumerate(rows):
+            if row in e["figures"]:
+                s = summary(e["figures"][row]["values"])
+                xs.append(x + (i - (len(envs) - 1) / 2) * width)
+                ys.append(s["median"])
+                lo.append(s["median"] - s["min"])
+                hi.append(s["max"] - s["median"])
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=e["name"])
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{row}\n({unit})" for row, unit, _ in rows], fontsize=8)
+    ax.set_ylabel("median per iteration (log scale; bars: min–max)")
+    m = results["machine"]
+    ax.set_title(f"ring3 benchmarks: {m['cpu']}, {m['cores']} cores, {m['date']}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def quick():
+    """Each program once on ring3, with its starting count; every result must be sane."""
+    from envs import ring3
+    why = ring3.prepare()
+    if why:
+        sys.exit(f"bench-quick: ring3 unavailable: {why}")
+    failed = 0
+    for program, (count, _) in PROGRAMS.items():
+        try:
+            values = parse(ring3.run([program, str(count)], 120), program)
+            print(" ".join(f"{k} {v:.4g}" for k, v in values.items()), flush=True)
+        except (RuntimeError, ValueError) as e:
+            print(f"{program}: FAILED: {e}", flush=True)
+            failed += 1
+    if failed:
+        sys.exit(f"bench-quick: {failed} of {len(PROGRAMS)} programs failed")
+    print(f"bench-quick: all {len(PROGRAMS)} programs ran on ring3")
+
+
+def main():
+    if sys.argv[1:] == ["--quick"]:
+        return quick()
+    if sys.argv[1:]:
+        sys.exit(__doc__)
+    results = {"machine": machine(), "repeat": REPEAT, "target_seconds": TARGET,
+               "environments": [measure(n, env) for n, env in discover()]}
+    (BENCH / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (BENCH / "RESULTS.md").write_text(markdown(results))
+    chart(results, BENCH / "results.png")
+    print((BENCH / "RESULTS.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""bench/table.py, the harness of `make bench`: its parsing, statistics, calibration and table,
+on made-up outputs; and bench-quick, each benchmark program once on ring3."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import table  # noqa: E402
+
+
+def test_parse_takes_result_lines_among_console_noise():
+    out = "[ 1.2] some kernel line\nRESULT getpid_libc 0.512 us\r\nRESULT getpid_raw 2 us\nbye\n"
+    assert table.parse(out, "getpid") == {"getpid_libc": 0.512, "getpid_raw": 2.0}
+
+
+@pytest.mark.parametrize("out", [
+    "RESULT getpid_libc 0.5 us\n",                              # a result missing
+    "RESULT getpid_libc 0.5 us\nRESULT getpid_raw 1 ms\n",      # wrong unit
+    "RESULT getpid_libc 0.5 us\nRESULT getpid_raw 0 us\n",      # not positive
+    "RESULT getpid_libc nan us\nRESULT getpid_raw 1 us\n",      # not finite
+    "RESULT getpid_libc 1 us\nRESULT getpid_libc 1 us\nRESULT getpid_raw 1 us\n",
+    "FAIL getpid: libc call 3 did not return 1\nRESULT getpid_libc 1 us\nRESULT getpid_raw 1 us\n",
+])
+def test_parse_refuses_what_is_not_a_clean_result(out):
+    with pytest.raises(ValueError):
+        table.parse(out, "getpid")
+
+
+def test_summary_and_ratio():
+    assert table.summary([3, 1, 2, 5, 4]) == {"median": 3, "min": 1, "max": 5}
+    assert table.ratio(6.0, 2.0) == 3.0
+    assert table.ratio(None, 2.0) is None and table.ratio(1.0, None) is None
+
+
+class FakeEnv:
+    """An environment whose getpid costs (cost) us per call on each of its two paths."""
+    NAME = "fake"
+
+    def __init__(self, cost):
+        self.cost, self.counts = cost, []
+
+    def run(self, argv, timeout):
+        self.counts.append(int(argv[1]))
+        return f"RESULT getpid_libc {self.cost} us\nRESULT getpid_raw {self.cost} us\n"
+
+
+@pytest.mark.parametrize("cost", [0.01, 1.0, 500.0, 5e5])
+def test_calibrate_aims_at_the_target_work(cost, monkeypatch):
+    monkeypatch.setattr(table, "TARGET", 1.0)
+    env = FakeEnv(cost)
+    count = table.calibrate(env, "getpid", 10)
+    assert count >= 1 and len(env.counts) <= 4
+    if cost < 5e5:      # the slowest still runs once: one iteration is already 1 s of work
+        assert 0.5 <= table.work_seconds("getpid", {"getpid_libc": cost, "getpid_raw": cost},
+                                         count) <= 2
+    # the first run is short however slow the environment (its starting count)
+    assert env.counts[0] == table.PROGRAMS["getpid"][0]
+
+
+def test_markdown_has_ratios_and_says_why_a_row_is_missing():
+    fig = lambda *v: {"unit": "us", "count": 10, "values": list(v)}   # noqa: E731
+    results = {"machine": {"cpu": "Some CPU", "cores": 2, "kernel": "6.1", "date": "today"},
+               "repeat": 3, "target_seconds": 1.0, "environments": [
+                   {"module": "native", "name": "native", "reason": None,
+                    "figures": {"getpid_libc": fig(1, 2, 3)}, "errors": {}},
+                   {"module": "ring3", "name": "ring3", "reason": None,
+                    "figures": {"getpid_libc": fig(4, 6, 9)}, "errors": {"fork": "it broke"}},
+                   {"module": "qemu_kvm", "name": "QEMU KVM", "reason": "no /dev/kvm",
+                    "figures": {}, "errors": {}}]}
+    md = table.markdown(results)
+    row = next(l for l in md.splitlines() if l.startswith("| getpid through libc"))
+    assert row.split(" | ")[2:] == ["2 (1–3)", "6 (4–9) **3×**", "unavailable |"]
+    assert "**QEMU KVM** unavailable: no /dev/kvm" in md
+    assert "**ring3**, fork: it broke" in md and "Some CPU, 2 cores" in md
+
+
+@pytest.mark.skipif(not (ROOT / "build" / "bench" / "programs" / "i386" / "loop").exists(),
+                    reason="make bench-programs builds them")
+def test_bench_quick():
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "table.py"), "--quick"],
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"all {len(table.PROGRAMS)} programs ran on ring3" in p.stdout
