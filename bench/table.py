@@ -7,6 +7,8 @@ runs in each environment of bench/envs/; every figure is the median of BENCH_REP
     bench/table.py --quick   each program once on ring3 with its starting count, checking that
                              every result line came and holds a sane number (make bench-quick)
 
+BENCH_ENVS=native,ring3 (module names) limits a run to those environments.
+
 Iteration counts: one calibration run per program and environment, from a count small enough
 for the slowest environment, then counts scaled so that one run does about BENCH_SECONDS
 (default 1) of measured work; each run has a wall-clock cap of BENCH_CAP / BENCH_REPEAT s.
@@ -97,8 +99,11 @@ def ratio(value, native):
 
 
 def discover():
-    """The environment modules of bench/envs/, native and ring3 first."""
+    """The environment modules of bench/envs/ (only those BENCH_ENVS lists, when set), native
+    and ring3 first."""
     names = sorted(p.stem for p in (BENCH / "envs").glob("*.py") if not p.stem.startswith("_"))
+    if os.environ.get("BENCH_ENVS"):
+        names = [n for n in names if n in os.environ["BENCH_ENVS"].split(",")]
     names = [n for n in FIRST_ENVS if n in names] + [n for n in names if n not in FIRST_ENVS]
     return [(n, importlib.import_module(f"envs.{n}")) for n in names]
 
@@ -135,6 +140,32 @@ def measure(name, env):
         except RuntimeError as e:
             record["errors"]["boot"] = str(e)
     return record
+
+
+def slowest(record, native):
+    """(row, ratio) of (record)'s figure furthest above native, or None."""
+    median = lambda r, row: statistics.median(r["figures"][row]["values"])    # noqa: E731
+    ratios = [(median(record, row) / median(native, row), row)
+              for row in record["figures"] if row in native["figures"]]
+    return max(ratios, default=None)
+
+
+def add_profiles(results, envs):
+    """For each environment that can say where its time went (ring3's --stats), one more run
+    of its slowest figure relative to native, with that profile kept."""
+    native = next((e for e in results["environments"] if e["module"] == "native"), None)
+    for record in results["environments"]:
+        env = envs[record["module"]]
+        worst = native and slowest(record, native)
+        if not hasattr(env, "profile") or not worst:
+            continue
+        row = worst[1]
+        program = next(p for p, (_, rs) in PROGRAMS.items() if row in [r[0] for r in rs])
+        try:
+            text = env.profile([program, str(record["figures"][row]["count"])], CAP / REPEAT)
+        except RuntimeError as e:
+            text = f"no profile: {e}\n"
+        record["profile"] = {"row": row, "ratio": worst[0], "program": program, "text": text}
 
 
 def machine():
@@ -188,6 +219,13 @@ def markdown(results):
     notes += [f"- **{e['name']}**, {row}: {why}" for e in envs for row, why in e["errors"].items()]
     if notes:
         lines += ["", "Unavailable and failed:", ""] + notes
+    for e in envs:
+        if e.get("profile"):
+            p = e["profile"]
+            label = next(label for row, _, label in ROWS if row == p["row"])
+            lines += ["", f"Where {e['name']}'s time goes in its slowest row relative to native, "
+                      f"{label} ({p['ratio']:.3g}×): one more run of `{p['program']}` with the "
+                      "same count,", "", "```", p["text"].rstrip(), "```"]
     lines += ["", "Counts per run (iterations) are in bench/results.json with every repetition."]
     return "\n".join(lines) + "\n"
 
@@ -245,8 +283,10 @@ def main():
         return quick()
     if sys.argv[1:]:
         sys.exit(__doc__)
+    envs = dict(discover())
     results = {"machine": machine(), "repeat": REPEAT, "target_seconds": TARGET,
-               "environments": [measure(n, env) for n, env in discover()]}
+               "environments": [measure(n, env) for n, env in envs.items()]}
+    add_profiles(results, envs)
     (BENCH / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     (BENCH / "RESULTS.md").write_text(markdown(results))
     chart(results, BENCH / "results.png")

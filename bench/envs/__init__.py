@@ -7,6 +7,7 @@ it stands for). Each module has:
         # run one benchmark program (argv[0] is its name, e.g. "getpid", then its arguments);
         # return its stdout; raise RuntimeError(reason) on failure
     def boot_seconds() -> float | None             # optional: boot to a shell-run command
+    def profile(argv, timeout) -> str              # optional: where one run's time went
 
 What the guest environments share is here.
 """

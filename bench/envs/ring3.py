@@ -29,6 +29,14 @@ def run(argv, timeout):
     return _ring3(guest_command(argv), timeout).stdout
 
 
+def profile(argv, timeout):
+    """`--stats`: where the monitor's time went in one run of argv (its table, as printed)."""
+    err = _ring3(guest_command(argv), timeout, "--stats").stderr
+    if "ring3 stats:" not in err:
+        raise RuntimeError(f"no --stats table: {err.strip()[-300:]}")
+    return err[err.index("ring3 stats:"):].rstrip() + "\n"
+
+
 def boot_seconds():
     """--time: the monitor's own clock, from its start to the guest's first process."""
     err = _ring3("true", 120, "--time").stderr
