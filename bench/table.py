@@ -255,7 +255,10 @@ def chart(results, path):
     m = results["machine"]
     ax.set_title(f"ring3 benchmarks: {m['cpu']}, {m['cores']} cores, {m['date']}")
     ax.legend()
-    fig.tight_layout()
+    missing = [f"{e['name']}: {e['reason']}" for e in results["environments"] if e["reason"]]
+    if missing:
+        fig.text(0.01, 0.005, "\n".join("unavailable: " + m[:150] for m in missing), fontsize=7)
+    fig.tight_layout(rect=(0, 0.02 * len(missing), 1, 1))
     fig.savefig(path, dpi=100)
 
 

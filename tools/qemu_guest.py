@@ -62,8 +62,10 @@ def run(command, accel="tcg", timeout=300):
                 chunk = p.stdout.read1(4096)
                 if not chunk:
                     p.wait()
-                    raise RuntimeError(_failure(f"QEMU exited (status {p.returncode}) before "
-                                                "the command ended", out, begin, errors))
+                    raise RuntimeError(_failure(f"QEMU exited (status {p.returncode}; under "
+                                                "-no-reboot a guest reset, such as a triple "
+                                                "fault, ends it) before the command ended",
+                                                out, begin, errors))
                 out += chunk
                 if booted is None and begin in out:
                     booted = time.monotonic() - start
