@@ -13,6 +13,7 @@ What the guest environments share is here.
 """
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +28,20 @@ import qemu_guest  # noqa: E402
 def guest_command(argv):
     """The guest shell command line that runs benchmark program argv[0] with its arguments."""
     return shlex.join([f"{GUEST_PROGRAMS}/{argv[0]}", *argv[1:]])
+
+
+def run_process(cmd, timeout, what):
+    """Run host command (cmd); its CompletedProcess (text), or RuntimeError naming (what) when
+    it does not end within (timeout) s or ends with a status other than 0."""
+    try:
+        p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{what} did not end within {timeout:g} s") from None
+    if p.returncode:
+        raise RuntimeError(f"{what} ended with status {p.returncode}: "
+                           f"{(p.stdout + p.stderr).strip()[-300:]}")
+    return p
 
 
 def missing(*paths):

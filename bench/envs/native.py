@@ -1,7 +1,5 @@
 """native: the i386 benchmark programs run directly on the host, the baseline of every ratio."""
-import subprocess
-
-from . import ROOT, missing
+from . import ROOT, missing, run_process
 
 NAME = "native"
 PROGRAMS = ROOT / "build" / "bench" / "programs" / "i386"
@@ -12,9 +10,4 @@ def prepare():
 
 
 def run(argv, timeout):
-    p = subprocess.run([str(PROGRAMS / argv[0]), *argv[1:]], capture_output=True, text=True,
-                       timeout=timeout, stdin=subprocess.DEVNULL)
-    if p.returncode:
-        raise RuntimeError(f"{argv[0]} exited with status {p.returncode}: "
-                           f"{(p.stdout + p.stderr).strip()[-300:]}")
-    return p.stdout
+    return run_process([PROGRAMS / argv[0], *argv[1:]], timeout, argv[0]).stdout

@@ -1,8 +1,7 @@
 """ring3: the default guest (build/guest/bzImage, rewrite mode) with `ring3 run --cmd`."""
 import re
-import subprocess
 
-from . import INITRAMFS, ROOT, guest_command, missing
+from . import INITRAMFS, ROOT, guest_command, missing, run_process
 
 NAME = "ring3"
 RING3 = ROOT / "build" / "bin" / "ring3"
@@ -14,15 +13,7 @@ def prepare():
 
 
 def _ring3(command, timeout, *options):
-    try:
-        p = subprocess.run([str(RING3), "run", *options, "--cmd", command], capture_output=True,
-                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"`{command}` did not end within {timeout:g} s") from None
-    if p.returncode:
-        raise RuntimeError(f"`{command}` ended with status {p.returncode}: "
-                           f"{(p.stdout + p.stderr).strip()[-300:]}")
-    return p
+    return run_process([RING3, "run", *options, "--cmd", command], timeout, f"`{command}`")
 
 
 def run(argv, timeout):
