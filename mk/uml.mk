@@ -1,72 +1,84 @@
 # User Mode Linux, the baseline row of `make bench` (bench/envs/uml.py), from the same
-# linux-source-6.12 as the guest.
+# linux-source-6.12 as the guest, with no patch of ours.
 #
-#   make uml     build/uml/linux: ARCH=um, x86-64, defconfig + bench/uml/uml.config;
-#                build/uml/initramfs.cpio.gz: our /init and the x86-64 benchmark programs
+#   make uml          = make uml-i386: the UML the benchmark runs
+#   make uml-i386     build/uml/i386/linux: ARCH=um SUBARCH=i386, defconfig + bench/uml/uml.config,
+#                     a 32-bit host program; it runs the very i386 benchmark programs that the
+#                     other rows run (build/uml/i386/initramfs.cpio.gz)
+#   make uml-x86_64   build/uml/x86_64/linux and its initramfs of the x86-64 builds of the
+#                     programs (an x86-64 UML runs no i386 binaries): the UML a new user builds
 #
 # UML builds out of tree from the guest's unpacked source (mk/guest.mk). That tree carries the
-# guest-constants patch to arch/x86/include/asm/segment.h; an x86-64 UML never compiles the
-# patched lines (they sit under CONFIG_X86_32), and `make uml` checks that no object of UML
-# depends on a file that a guest patch touches, so that the baseline stays Debian's source.
+# guest-constants patch to arch/x86/include/asm/segment.h; UML, of either width, includes its
+# own arch/x86/um/asm/segment.h instead, and every build checks that no UML object depends on a
+# file that a guest patch touches (bench/uml/README.md).
 
-UML_DIR     := $(B)/uml
-UML_OBJ     := $(UML_DIR)/obj
-UML_FRAG    := bench/uml/uml.config
-UML_KMAKE    = $(MAKE) -C $(GUEST_SRC) O=$(abspath $(UML_OBJ)) ARCH=um SUBARCH=x86_64 \
-    $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+UML_FRAG := bench/uml/uml.config
+UML_PROGRAMS := loop getpid pipesw fork openclose forkexec mmap
 
 .PHONY: uml uml-force
-uml: $(UML_DIR)/linux $(UML_DIR)/.clean-source $(UML_DIR)/initramfs.cpio.gz
+uml: uml-i386
 uml-force:
 
-$(UML_OBJ)/.ring3-config: $(GUEST_SRC)/.ring3-unpacked $(UML_FRAG) guest/linux/check-config.sh
-	@mkdir -p $(@D)
-	+$(UML_KMAKE) defconfig >/dev/null
-	$(GUEST_SRC)/scripts/kconfig/merge_config.sh -m -O $(@D) $(@D)/.config $(UML_FRAG) >/dev/null
-	+$(UML_KMAKE) olddefconfig >/dev/null
-	guest/linux/check-config.sh $(UML_FRAG) $(@D)/.config
-	touch $@
+# uml_kmake(subarch): Kbuild for one UML; -j only when the parent make has no jobserver to share.
+uml_kmake = $(MAKE) -C $(GUEST_SRC) O=$(abspath $(B)/uml/$(1)/obj) ARCH=um SUBARCH=$(1) \
+    $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+
+# uml_subarch(subarch, compiler flag of its user programs)
+define uml_subarch
+.PHONY: uml-$(1)
+uml-$(1): $(B)/uml/$(1)/linux $(B)/uml/$(1)/.clean-source $(B)/uml/$(1)/initramfs.cpio.gz
+
+$(B)/uml/$(1)/obj/.ring3-config: $(GUEST_SRC)/.ring3-unpacked $(UML_FRAG) guest/linux/check-config.sh
+	@mkdir -p $$(@D)
+	+$$(call uml_kmake,$(1)) defconfig >/dev/null
+	$(GUEST_SRC)/scripts/kconfig/merge_config.sh -m -O $$(@D) $$(@D)/.config $(UML_FRAG) >/dev/null
+	+$$(call uml_kmake,$(1)) olddefconfig >/dev/null
+	guest/linux/check-config.sh $(UML_FRAG) $$(@D)/.config
+	touch $$@
 
 # Kbuild runs on every make (only it knows what changed) and is incremental.
-$(UML_OBJ)/linux: $(UML_OBJ)/.ring3-config uml-force
-	+$(UML_KMAKE) linux
+$(B)/uml/$(1)/obj/linux: $(B)/uml/$(1)/obj/.ring3-config uml-force
+	+$$(call uml_kmake,$(1)) linux
 
-$(UML_DIR)/linux: $(UML_OBJ)/linux
-	ln -f $< $@
+$(B)/uml/$(1)/linux: $(B)/uml/$(1)/obj/linux
+	ln -f $$< $$@
 
 # The guest patches must not reach UML: fail when any UML object's dependency list (Kbuild's
 # .*.cmd files) names a file that one of them changes.
-$(UML_DIR)/.clean-source: $(UML_OBJ)/linux $(GUEST_PATCHES)
-	@set -e; files=$$(sed -n 's|^+++ b/||p' /dev/null $(GUEST_PATCHES) | cut -f1); \
-	for f in $$files; do \
-	    if hits=$$(find $(UML_OBJ) -name '.*.cmd' -print0 | xargs -0 grep -l -F "$(abspath $(GUEST_SRC))/$$f" | head -3) \
-	       && [ -n "$$hits" ]; then \
-	        echo "uml: $$f, changed by a guest patch, is compiled into UML ($$hits); UML needs a clean copy of the source" >&2; \
+$(B)/uml/$(1)/.clean-source: $(B)/uml/$(1)/obj/linux $(GUEST_PATCHES)
+	@set -e; files=$$$$(sed -n 's|^+++ b/||p' /dev/null $(GUEST_PATCHES) | cut -f1); \
+	for f in $$$$files; do \
+	    hits=$$$$(find $(B)/uml/$(1)/obj -name '.*.cmd' -print0 | \
+	              xargs -0 grep -l -F "$(abspath $(GUEST_SRC))/$$$$f" | head -3 || true); \
+	    if [ -n "$$$$hits" ]; then \
+	        echo "uml: $$$$f, changed by a guest patch, is compiled into UML ($$$$hits); UML needs a clean copy of the source" >&2; \
 	        exit 1; fi; \
 	done
-	touch $@
+	touch $$@
+
+$(B)/uml/$(1)/init: bench/uml/init.c mk/uml.mk
+	@mkdir -p $$(@D)
+	$(CC) $(2) -static -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $$@ $$<
 
 # The initramfs: our /init (also /bin/true), the console, the serial line the programs write
-# to, and the benchmark programs built for x86-64 (mk/bench.mk), since an x86-64 UML runs no
-# i386 binaries.
-UML_PROGRAMS  := loop getpid pipesw fork openclose forkexec mmap
-UML_PROG_DIR  ?= $(B)/bench/programs/x86_64
-UML_PROG_BINS := $(patsubst %,$(UML_PROG_DIR)/%,$(UML_PROGRAMS))
-
-$(UML_DIR)/init: bench/uml/init.c mk/uml.mk
-	@mkdir -p $(@D)
-	$(CC) -static -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $<
-
-$(UML_DIR)/initramfs.spec: mk/uml.mk
-	@mkdir -p $(@D)
-	{ for d in /bin /dev /proc /tmp /root; do echo "dir $$d 755 0 0"; done; \
+# to, and the benchmark programs of this width (mk/bench.mk builds them).
+$(B)/uml/$(1)/initramfs.spec: mk/uml.mk
+	@mkdir -p $$(@D)
+	{ for d in /bin /dev /proc /root; do echo "dir $$$$d 755 0 0"; done; \
+	  echo "dir /tmp 1777 0 0"; \
 	  echo "nod /dev/console 600 0 0 c 5 1"; \
 	  echo "nod /dev/ttyS0 600 0 0 c 4 64"; \
 	  echo "nod /dev/null 666 0 0 c 1 3"; \
-	  echo "file /init $(UML_DIR)/init 755 0 0"; \
-	  echo "file /bin/true $(UML_DIR)/init 755 0 0"; \
-	  for p in $(UML_PROG_BINS); do echo "file /bin/$${p##*/} $$p 755 0 0"; done; \
-	} > $@.tmp && mv $@.tmp $@
+	  echo "file /init $(B)/uml/$(1)/init 755 0 0"; \
+	  echo "file /bin/true $(B)/uml/$(1)/init 755 0 0"; \
+	  for p in $(UML_PROGRAMS); do echo "file /bin/$$$$p $(B)/bench/programs/$(1)/$$$$p 755 0 0"; done; \
+	} > $$@.tmp && mv $$@.tmp $$@
 
-$(UML_DIR)/initramfs.cpio.gz: $(UML_DIR)/initramfs.spec $(GEN_INIT_CPIO) $(UML_DIR)/init $(UML_PROG_BINS)
-	$(GEN_INIT_CPIO) $< | gzip -9n > $@.tmp && mv $@.tmp $@
+$(B)/uml/$(1)/initramfs.cpio.gz: $(B)/uml/$(1)/initramfs.spec $(GEN_INIT_CPIO) $(B)/uml/$(1)/init \
+        $(patsubst %,$(B)/bench/programs/$(1)/%,$(UML_PROGRAMS))
+	$(GEN_INIT_CPIO) $$< | gzip -9n > $$@.tmp && mv $$@.tmp $$@
+endef
+
+$(eval $(call uml_subarch,i386,-m32))
+$(eval $(call uml_subarch,x86_64,))

@@ -1,9 +1,11 @@
-"""User Mode Linux: the benchmark programs in an x86-64 UML built from the guest's own source.
+"""User Mode Linux: the benchmark programs in a UML built from the guest's own source.
 
-`make uml` (mk/uml.mk) builds build/uml/linux (ARCH=um, defconfig + bench/uml/uml.config) and
-build/uml/initramfs.cpio.gz, whose /init (bench/uml/init.c) runs the program named after `--` on
-the UML command line and powers off. UML x86-64 runs no i386 binaries, so the programs are their
-x86-64 builds.
+`make uml` (mk/uml.mk) builds build/uml/i386/linux (ARCH=um SUBARCH=i386, defconfig +
+bench/uml/uml.config: a 32-bit host program) and build/uml/i386/initramfs.cpio.gz, whose /init
+(bench/uml/init.c) runs the program named after `--` on the UML command line and powers off.
+An i386 UML runs the very i386 programs that every other row runs, so the figures compare the
+same binaries. BENCH_UML_SUBARCH=x86_64 measures the x86-64 UML instead (`make uml-x86_64`,
+with the x86-64 builds of the programs), the one a new user would build first.
 
 Each run is one UML boot with nothing shared:
   - the program's standard output arrives on UML's first serial line (ssl0), wired to a pipe of
@@ -29,8 +31,9 @@ from pathlib import Path
 NAME = "User Mode Linux"
 
 ROOT = Path(__file__).resolve().parents[2]
-LINUX = ROOT / "build" / "uml" / "linux"
-INITRD = ROOT / "build" / "uml" / "initramfs.cpio.gz"
+SUBARCH = os.environ.get("BENCH_UML_SUBARCH", "i386")
+LINUX = ROOT / "build" / "uml" / SUBARCH / "linux"
+INITRD = ROOT / "build" / "uml" / SUBARCH / "initramfs.cpio.gz"
 MEM = "256M"
 BUILD_TIMEOUT = 3600.0
 PREPARE_TIMEOUT = 60.0
@@ -81,10 +84,18 @@ def _host_cpu():
             f"AT_MINSIGSTKSZ {minsig}")
 
 
-# UML 6.12 x86-64 puts its stub code page here (os_get_top_address() is fixed at 0x7fc0002000;
-# arch/um/kernel/um_arch.c), the stub data pages, 8 KiB, right above: the stub's signal stack.
-STUB_CODE = ((0x7fc0002000 - 1) & ~0x1fff) - 0x1000
-STUB_END = STUB_CODE + 0x3000
+# Where UML 6.12 puts a stub process's code page, and the words of PTRACE_GETREGS that hold
+# the instruction and stack pointers. The stub data pages, 8 KiB, lie right above the code page
+# and are the stub's signal stack. x86-64: os_get_top_address() is fixed at 0x7fc0002000;
+# i386: it probes, and finds 0xffffd000 for a 32-bit process on an x86-64 host
+# (arch/um/kernel/um_arch.c rounds it down to 8 KiB, then one page lower for the code).
+def _stub_code(top):
+    return ((top - 1) & ~0x1fff) - 0x1000
+
+
+STUBS = {"x86_64": {"code": _stub_code(0x7fc0002000), "ip": 16, "sp": 19},
+         "i386": {"code": _stub_code(0xffffd000), "ip": 12, "sp": 15}}
+STUB = STUBS[SUBARCH]
 
 
 def _stub_failure(lines):
@@ -111,12 +122,12 @@ def _stub_failure(lines):
     else:
         what = "no status"
     where = ""
-    if 16 in regs:   # user_regs_struct: rip is word 16, rsp word 19
-        rip = regs[16]
-        place = ("in the stub's code" if STUB_CODE <= rip < STUB_END else
+    if STUB["ip"] in regs:
+        ip = regs[STUB["ip"]]
+        place = ("in the stub's code" if STUB["code"] <= ip < STUB["code"] + 0x3000 else
                  "in the user process, i.e. while delivering its page fault to the stub's "
                  "SIGSEGV handler")
-        where = f" at RIP {rip:#x} (RSP {regs.get(19, 0):#x}), {place}"
+        where = f" at IP {ip:#x} (SP {regs.get(STUB['sp'], 0):#x}), {place}"
     return (f"UML's stub process {what} instead of SIGTRAP (wait_stub_done){where}; "
             f"host CPU {_host_cpu()}")
 
@@ -147,7 +158,7 @@ def _boot(argv, timeout):
     """Boots UML to run argv; returns (the program's stdout, the console)."""
     if not LINUX.exists() or not INITRD.exists():
         raise RuntimeError(f"{LINUX.relative_to(ROOT)} or {INITRD.relative_to(ROOT)} missing "
-                           "(make uml)")
+                           f"(make uml-{SUBARCH})")
     uml_dir = tempfile.mkdtemp(prefix="ring3-uml-")
     out_r, out_w = os.pipe()
     try:
@@ -204,15 +215,15 @@ def prepare():
     # ours (without these variables the inner make would build with -j1).
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     try:
-        r = subprocess.run(["make", "--no-print-directory", "uml"], cwd=ROOT, env=env,
+        r = subprocess.run(["make", "--no-print-directory", f"uml-{SUBARCH}"], cwd=ROOT, env=env,
                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
                            timeout=BUILD_TIMEOUT)
     except subprocess.TimeoutExpired:
-        return f"make uml took longer than {BUILD_TIMEOUT:g} s"
+        return f"make uml-{SUBARCH} took longer than {BUILD_TIMEOUT:g} s"
     if r.returncode != 0:
         lines = [ln for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
         errors = [ln for ln in lines if "rror" in ln or "No rule" in ln]
-        return "make uml failed: " + (errors or lines or ["(no output)"])[-1].strip()
+        return f"make uml-{SUBARCH} failed: " + (errors or lines or ["(no output)"])[-1].strip()
     try:
         _boot(["true"], PREPARE_TIMEOUT)
     except RuntimeError as e:
