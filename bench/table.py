@@ -83,9 +83,10 @@ def calibrate(env, program, timeout):
     count = PROGRAMS[program][0]
     for _ in range(4):
         work = work_seconds(program, parse(env.run([program, str(count)], timeout), program), count)
-        if work >= TARGET / 10 or count == MAX_COUNT:
+        # A quarter of the target at least, so that one noisy short run cannot skew the count.
+        if work >= TARGET / 4 or count == MAX_COUNT:
             break
-        count = min(MAX_COUNT, count * min(1000, math.ceil(TARGET / 5 / max(work, 1e-9))))
+        count = min(MAX_COUNT, count * min(1000, math.ceil(TARGET / 2 / max(work, 1e-9))))
     return max(1, min(MAX_COUNT, round(count * TARGET / max(work, 1e-9))))
 
 
@@ -108,38 +109,60 @@ def discover():
     return [(n, importlib.import_module(f"envs.{n}")) for n in names]
 
 
-def measure(name, env):
-    """Every figure of one environment: {"figures": {row: {unit, count, values}}, "errors"}."""
-    print(f"== {env.NAME}", flush=True)
-    record = {"module": name, "name": env.NAME, "reason": env.prepare(), "figures": {},
-              "errors": {}}
-    if record["reason"]:
-        print(f"   unavailable: {record['reason']}", flush=True)
-        return record
-    timeout = CAP / REPEAT
-    for program, (_, results) in PROGRAMS.items():
-        try:
-            count = calibrate(env, program, timeout)
-            runs = [parse(env.run([program, str(count)], timeout), program) for _ in range(REPEAT)]
-        except (RuntimeError, ValueError) as e:
-            for result, _, _ in results:
-                record["errors"][result] = str(e)
-            print(f"   {program}: failed: {e}", flush=True)
-            continue
-        for result, unit, _ in results:
-            values = [r[result] for r in runs]
-            record["figures"][result] = {"unit": unit, "count": count, "values": values}
-            print(f"   {result:<12} {statistics.median(values):10.4g} {unit}  (count {count})",
-                  flush=True)
-    if hasattr(env, "boot_seconds"):
-        try:
-            values = [env.boot_seconds() for _ in range(REPEAT)]
-            if None not in values:
-                record["figures"]["boot"] = {"unit": "s", "count": 1, "values": values}
-                print(f"   boot         {statistics.median(values):10.4g} s", flush=True)
-        except RuntimeError as e:
-            record["errors"]["boot"] = str(e)
-    return record
+def fail(record, program, why):
+    """(program) failed in (record)'s environment: its results become an error."""
+    for result, _, _ in PROGRAMS[program][1]:
+        record["figures"].pop(result, None)
+        record["errors"][result] = str(why)
+    print(f"   {record['name']}: {program} failed: {why}", flush=True)
+
+
+def measure(envs):
+    """Every figure of every environment: one record each, {"figures": {row: {unit, count,
+    values}}, "errors": {row: why}, "reason": why unavailable}. The repetitions take turns
+    (one run of each program in each environment, then the next round), so that a load from
+    elsewhere on a shared machine falls on every environment alike."""
+    records, counts = {}, {}
+    for name, env in envs.items():
+        records[name] = record = {"module": name, "name": env.NAME, "reason": env.prepare(),
+                                  "figures": {}, "errors": {}}
+        print(f"== {env.NAME}: " + (f"unavailable: {record['reason']}" if record["reason"]
+                                    else "calibrating"), flush=True)
+        for program in [] if record["reason"] else PROGRAMS:
+            try:
+                counts[name, program] = calibrate(env, program, CAP / REPEAT)
+            except (RuntimeError, ValueError) as e:
+                fail(record, program, e)
+    for round_ in range(REPEAT):
+        print(f"== round {round_ + 1} of {REPEAT}", flush=True)
+        for (name, program), count in list(counts.items()):
+            record = records[name]
+            try:
+                values = parse(envs[name].run([program, str(count)], CAP / REPEAT), program)
+            except (RuntimeError, ValueError) as e:
+                del counts[name, program]
+                fail(record, program, e)
+                continue
+            for result, unit, _ in PROGRAMS[program][1]:
+                record["figures"].setdefault(result, {"unit": unit, "count": count, "values": []})
+                record["figures"][result]["values"].append(values[result])
+        for name, env in envs.items():
+            if records[name]["reason"] or not hasattr(env, "boot_seconds") \
+                    or "boot" in records[name]["errors"]:
+                continue
+            try:
+                seconds = env.boot_seconds()
+            except RuntimeError as e:
+                records[name]["errors"]["boot"] = str(e)
+                continue
+            if seconds is not None:
+                records[name]["figures"].setdefault("boot", {"unit": "s", "count": 1, "values": []})
+                records[name]["figures"]["boot"]["values"].append(seconds)
+    for record in records.values():
+        for row, fig in record["figures"].items():
+            print(f"   {record['name']:<16} {row:<12} {statistics.median(fig['values']):10.4g} "
+                  f"{fig['unit']}  (count {fig['count']})", flush=True)
+    return list(records.values())
 
 
 def slowest(record, native):
@@ -288,7 +311,7 @@ def main():
         sys.exit(__doc__)
     envs = dict(discover())
     results = {"machine": machine(), "repeat": REPEAT, "target_seconds": TARGET,
-               "environments": [measure(n, env) for n, env in envs.items()]}
+               "environments": measure(envs)}
     add_profiles(results, envs)
     (BENCH / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     (BENCH / "RESULTS.md").write_text(markdown(results))
