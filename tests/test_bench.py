@@ -60,6 +60,44 @@ def test_calibrate_aims_at_the_target_work(cost, monkeypatch):
     assert env.counts[0] == table.PROGRAMS["getpid"][0]
 
 
+class FakeGuest:
+    """An environment where every result of every program costs 1 of its unit; (broken) names a
+    program that fails from its (broken_at + 1)th run on. Every run goes into (log)."""
+
+    def __init__(self, log, name, reason=None, broken=None, broken_at=0):
+        self.log, self.NAME, self.reason = log, name, reason
+        self.broken, self.broken_at = broken, broken_at
+
+    def prepare(self):
+        return self.reason
+
+    def run(self, argv, timeout):
+        self.log.append((self.NAME, argv[0]))
+        if argv[0] == self.broken and self.log.count((self.NAME, argv[0])) > self.broken_at:
+            raise RuntimeError(f"{argv[0]} crashed")
+        return "".join(f"RESULT {name} 1 {unit}\n" for name, unit, _ in table.PROGRAMS[argv[0]][1])
+
+    def boot_seconds(self):
+        return 0.5
+
+
+def test_measure_takes_turns_and_keeps_failures_apart(monkeypatch):
+    monkeypatch.setattr(table, "REPEAT", 3)
+    monkeypatch.setattr(table, "TARGET", 1e-9)      # one calibration run per program
+    log, programs = [], list(table.PROGRAMS)
+    envs = {"a": FakeGuest(log, "A", broken="fork", broken_at=2), "b": FakeGuest(log, "B"),
+            "c": FakeGuest(log, "C", reason="not here")}
+    a, b, c = table.measure(envs)
+    assert c["reason"] == "not here" and not c["figures"]
+    assert set(b["figures"]) == {r[0] for r in table.ROWS} and not b["errors"]
+    assert all(len(f["values"]) == 3 for f in b["figures"].values())
+    # fork passed calibration and its first round, then failed: no figure, its reason instead
+    assert "fork" not in a["figures"] and a["errors"] == {"fork": "fork crashed"}
+    # calibration, then rounds in which the environments take turns
+    turn = lambda env, skip=(): [(env, p) for p in programs if p not in skip]   # noqa: E731
+    assert log == (turn("A") + turn("B")) * 3 + turn("A", ["fork"]) + turn("B")
+
+
 def test_markdown_has_ratios_and_says_why_a_row_is_missing():
     fig = lambda *v: {"unit": "us", "count": 10, "values": list(v)}   # noqa: E731
     results = {"machine": {"cpu": "Some CPU", "cores": 2, "kernel": "6.1", "date": "today"},
