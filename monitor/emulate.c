@@ -182,7 +182,7 @@ static void write_cr(struct vcpu *v, unsigned n, uint32_t value)
     case 3:
         uint64_t t0 = stats_start();
         v->cr3 = value;
-        mmu_flush(v, true);
+        mmu_new_cr3(v);
         stats_cr3(t0);
         break;
     case 4:

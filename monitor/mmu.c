@@ -4,9 +4,11 @@
  * guest-memory memfd) only after a host fault on it, once the guest's page
  * tables allow the access (SDM vol. 3, 4.3 and 4.6). Pages are mapped
  * read-only until their first write, so the dirty bit can be set exactly
- * when the CPU would set it (SDM vol. 3, 4.8). invlpg and CR3 writes drop
- * mappings; bitmaps remember what is mapped, which mappings came from global
- * pages and which grant more than user mode may have.
+ * when the CPU would set it (SDM vol. 3, 4.8). invlpg drops a mapping; a CR3
+ * write drops those the new page tables would not fill the same way, so
+ * that switching between processes that share pages (text, libraries after
+ * fork) refaults only what differs. Bitmaps remember what is mapped, and
+ * how: from global pages, writable, granting more than user mode may have.
  *
  * Those privileged mappings stay in place when the guest goes out to CPL 3,
  * as long as all of them lie above the user code's data segments: DS and ES
@@ -40,6 +42,9 @@
 
 #define NPAGES (1u << 20)
 static uint64_t mapped[NPAGES / 64], global[NPAGES / 64], privileged[NPAGES / 64];
+static uint64_t writable[NPAGES / 64];     /* mapped with PROT_WRITE */
+static uint64_t in_use[NPAGES / 64 / 64];   /* bit w: mapped[w] may be nonzero (sweeps skip the rest) */
+static uint32_t frame[NPAGES];              /* the physical page each mapped page shows */
 /* At or below the lowest page mapped privileged (a bound, not exact: pages
  * dropped one by one leave it as it is); NO_PRIVILEGED when none is. */
 #define NO_PRIVILEGED 0xFFFFFFFFu
@@ -250,6 +255,9 @@ bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
         monitor_exit(v, 1);
     }
     set_bit(mapped, page >> 12, true);
+    set_bit(in_use, page >> 18, true);
+    set_bit(writable, page >> 12, prot & PROT_WRITE);
+    frame[page >> 12] = phys >> 12;
     set_bit(global, page >> 12, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
     set_bit(privileged, page >> 12, v->cpl == 0 && (!us || wp_override));
     if (v->cpl == 0 && (!us || wp_override) && page < lowest_privileged)
@@ -266,17 +274,47 @@ void mmu_flush_page(struct vcpu *v, uint32_t linear)
         set_bit(mapped, page, false);
         set_bit(global, page, false);
         set_bit(privileged, page, false);
+        set_bit(writable, page, false);
     }
 }
 
-enum drop { DROP_ALL, DROP_NOT_GLOBAL, DROP_PRIVILEGED };
+enum drop { DROP_ALL, DROP_NOT_GLOBAL, DROP_PRIVILEGED, DROP_STALE };
 
-static uint64_t drop_mask(unsigned word, enum drop what)
+/* Whether the host mapping of (page), not global, is exactly what a fill
+ * would make under the page tables now in force: the same physical page,
+ * the access it was mapped for still allowed, its accessed flag (and dirty
+ * flag, if mapped writable) already set, so that no flag the CPU would set
+ * goes unset. Then a TLB that dropped it and refilled it could not be told
+ * from one that kept it. Its global bit follows the new entry. */
+static bool mapping_current(struct vcpu *v, uint32_t page)
 {
+    struct walk w;
+    uint32_t linear = page << 12;
+    bool wr = bit(writable, page);
+
+    if (walk(v, linear, wr, !bit(privileged, page), false, &w) || w.phys >> 12 != frame[page] ||
+        !(w.pde & PG_A) || !(w.pte & PG_A) || (wr && !(w.pte & PG_D)))
+        return false;
+    set_bit(global, page, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
+    return true;
+}
+
+static uint64_t drop_mask(struct vcpu *v, unsigned word, enum drop what)
+{
+    uint64_t m;
+
     switch (what) {
     case DROP_ALL: return mapped[word];
     case DROP_NOT_GLOBAL: return mapped[word] & ~global[word];
-    default: return mapped[word] & privileged[word];
+    case DROP_PRIVILEGED: return mapped[word] & privileged[word];
+    default:
+        m = mapped[word] & ~global[word];
+        for (uint64_t todo = m; todo; todo &= todo - 1) {
+            unsigned b = (unsigned)__builtin_ctzll(todo);
+            if (mapping_current(v, word * 64 + b))
+                m &= ~(1ull << b);
+        }
+        return m;
     }
 }
 
@@ -285,37 +323,50 @@ static void unmap_run(struct vcpu *v, uint32_t first, uint32_t end)
     guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12);
 }
 
+/* Drops the selected pages of word (w) of the bitmaps; (first, end) is the
+ * run being gathered, unmapped when a page that stays ends it. */
+static void drop_in_word(struct vcpu *v, unsigned w, enum drop what, uint32_t *first, uint32_t *end)
+{
+    uint64_t drop = drop_mask(v, w, what), keep = mapped[w] & ~drop;
+
+    for (uint64_t todo = drop; todo; todo &= todo - 1) {
+        unsigned d = (unsigned)__builtin_ctzll(todo);
+        uint64_t kept_before = keep & ((1ull << d) - 1);
+        if (kept_before && *end) {
+            unmap_run(v, *first, *end);
+            *end = 0;
+        }
+        keep &= ~kept_before;
+        if (!*end)
+            *first = w * 64 + d;
+        *end = w * 64 + d + 1;
+    }
+    if (keep && *end) {
+        unmap_run(v, *first, *end);
+        *end = 0;
+    }
+    mapped[w] &= ~drop;
+    global[w] &= ~drop;
+    privileged[w] &= ~drop;
+    writable[w] &= ~drop;
+}
+
 /* Unmaps every mapped page that (what) selects. A run may span pages that
  * are not mapped (they are the reservation already), so that all of a
- * process's pages usually go in one system call; a page that stays ends it. */
+ * process's pages usually go in one system call; a page that stays ends it.
+ * Only the bitmap words in_use names are looked at. */
 static void unmap_where(struct vcpu *v, enum drop what)
 {
     uint32_t first = 0, end = 0;    /* the run: pages [first, end), none when end == 0 */
 
-    for (unsigned w = 0; w < NPAGES / 64; w++) {
-        if (!mapped[w])
-            continue;
-        uint64_t drop = drop_mask(w, what), keep = mapped[w] & ~drop, todo = drop;
-        while (todo) {
-            unsigned d = (unsigned)__builtin_ctzll(todo);
-            uint64_t kept_before = keep & ((1ull << d) - 1);
-            if (kept_before && end) {
-                unmap_run(v, first, end);
-                end = 0;
-            }
-            keep &= ~kept_before;
-            if (!end)
-                first = w * 64 + d;
-            end = w * 64 + d + 1;
-            todo &= todo - 1;
+    for (unsigned u = 0; u < NPAGES / 64 / 64; u++) {
+        for (uint64_t words = in_use[u]; words; words &= words - 1) {
+            unsigned w = u * 64 + (unsigned)__builtin_ctzll(words);
+            if (mapped[w])
+                drop_in_word(v, w, what, &first, &end);
+            if (!mapped[w])
+                in_use[u] &= ~(1ull << (w % 64));
         }
-        if (keep && end) {
-            unmap_run(v, first, end);
-            end = 0;
-        }
-        mapped[w] &= ~drop;
-        global[w] &= ~drop;
-        privileged[w] &= ~drop;
     }
     if (end)
         unmap_run(v, first, end);
@@ -334,6 +385,13 @@ void mmu_flush(struct vcpu *v, bool keep_global)
         lowest_privileged = NO_PRIVILEGED;
     v->user_unlimited = false;
     TRACE(v, "flush%s", keep_global ? " (global pages kept)" : "");
+}
+
+void mmu_new_cr3(struct vcpu *v)
+{
+    unmap_where(v, DROP_STALE);
+    v->user_unlimited = false;
+    TRACE(v, "cr3 %08x: stale mappings dropped", v->cr3);
 }
 
 void mmu_set_cpl(struct vcpu *v, unsigned cpl)
@@ -374,4 +432,6 @@ void mmu_init(struct vcpu *v)
     memset(mapped, 0, sizeof mapped);
     memset(global, 0, sizeof global);
     memset(privileged, 0, sizeof privileged);
+    memset(writable, 0, sizeof writable);
+    memset(in_use, 0, sizeof in_use);
 }

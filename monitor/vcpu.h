@@ -224,6 +224,11 @@ int mmu_fault_error(struct vcpu *v, uint32_t linear, enum mmu_access access, boo
 void mmu_flush_page(struct vcpu *v, uint32_t linear);
 void mmu_flush(struct vcpu *v, bool keep_global);
 
+/* After a CR3 write: drop the host mappings that are not global and that
+ * the new page tables would not fill the same way (the TLB flush of SDM
+ * vol. 3, 4.10.4.1, without refaulting what would come back unchanged). */
+void mmu_new_cr3(struct vcpu *v);
+
 /* Change the virtual CPL. Going out to CPL 3 either limits user DS and ES
  * below the host mappings that grant more than user mode may have
  * (supervisor pages, writes allowed only by CR0.WP = 0) or drops those

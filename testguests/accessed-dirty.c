@@ -5,6 +5,8 @@ const char guest_name[] = "accessed-dirty";
 
 #define VA_P    0x40000000u   /* 4 KiB page */
 #define VA_Q    0x40001000u   /* 4 KiB page for sgdt/lidt */
+#define VA_R    0x40002000u   /* 4 KiB pages for the cr3 switch */
+#define VA_S    0x40003000u
 #define VA_BIG  0x00800000u   /* 4 MiB page */
 #define PA_BIG  0x00400000u
 
@@ -93,16 +95,54 @@ static void test_implicit(void)
     show("4k after lidt from it", VA_Q);
 }
 
+static uint32_t bits(uint32_t entry)
+{
+    return ((entry & PTE_A) ? 2 : 0) | ((entry & PTE_D) ? 1 : 0);
+}
+
+/* A cr3 write drops every translation that is not global (SDM vol. 3, 4.10.4.1): accesses
+ * then go through the new tables and set their own A and D bits. Under pd2, VA_P is another
+ * frame, VA_Q the same frame read-only, VA_R and VA_S the same frame writable with A and D
+ * clear (VA_S only read before the switch). */
+static void test_cr3_switch(void)
+{
+    uint32_t *pd2 = paging_identity(PTE_W), *p2 = page_alloc();
+    uint32_t q = *pte_of(pd, VA_Q) & ~0xFFFu, r = *pte_of(pd, VA_R) & ~0xFFFu;
+    uint32_t s = *pte_of(pd, VA_S) & ~0xFFFu;
+
+    *p2 = 0x2222;
+    map_page(pd2, VA_P, (uint32_t)p2, PTE_W);
+    map_page(pd2, VA_Q, q, 0);
+    map_page(pd2, VA_R, r, PTE_W);
+    map_page(pd2, VA_S, s, PTE_W);
+    (void)peek(VA_S);
+    poke(VA_P, 0x1111);
+    poke(VA_Q, 0x3333);
+    poke(VA_R, 0x4444);
+    lcr3((uint32_t)pd2);
+    kprintf("cr3 switch: P 0x%x Q 0x%x R 0x%x S 0x%x;", peek(VA_P), peek(VA_Q), peek(VA_R),
+            peek(VA_S));
+    kprintf(" pd2 AD: P %u Q %u R %u S %u;", bits(*pte_of(pd2, VA_P)), bits(*pte_of(pd2, VA_Q)),
+            bits(*pte_of(pd2, VA_R)), bits(*pte_of(pd2, VA_S)));
+    poke(VA_R, 0x5555);
+    kprintf(" R after write %u;", bits(*pte_of(pd2, VA_R)));
+    lcr3((uint32_t)pd);
+    kprintf(" back: P 0x%x R 0x%x\n", peek(VA_P), peek(VA_R));
+}
+
 int guest_main(void)
 {
     pd = paging_identity(PTE_W);
     map_page(pd, VA_P, (uint32_t)page_alloc(), PTE_W);
     map_page(pd, VA_Q, (uint32_t)page_alloc(), PTE_W);
+    map_page(pd, VA_R, (uint32_t)page_alloc(), PTE_W);
+    map_page(pd, VA_S, (uint32_t)page_alloc(), PTE_W);
     pd[VA_BIG >> 22] = PA_BIG | PTE_PS | PTE_W | PTE_P;
     paging_enable(pd);
 
     test_small_page();
     test_big_page();
     test_implicit();
+    test_cr3_switch();
     return 0;
 }
