@@ -1,5 +1,8 @@
 """ring3: the default guest (build/guest/bzImage, rewrite mode) with `ring3 run --cmd`."""
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 from . import INITRAMFS, ROOT, guest_command, missing, run_process
 
@@ -21,11 +24,38 @@ def run(argv, timeout):
 
 
 def profile(argv, timeout):
-    """`--stats`: where the monitor's time went in one run of argv (its table, as printed)."""
-    err = _ring3(guest_command(argv), timeout, "--stats").stderr
+    """Where one run of argv spends its time: the monitor's `--stats` table and, where the host
+    lets perf sample, the host's view of the whole process (boot included) by object and by
+    symbol."""
+    command = [RING3, "run", "--stats", "--cmd", guest_command(argv)]
+    what = f"{argv[0]} with --stats"
+    perf, err, host = shutil.which("perf"), None, "(no host profile: perf is not installed)\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "perf.data"
+        if perf:
+            try:
+                err = run_process([perf, "record", "-q", "-F", "999", "-o", data, "--",
+                                   *command], timeout, what).stderr
+                host = _perf_report(perf, data)
+            except RuntimeError as e:
+                host = f"(no host profile: {e})\n"
+        if err is None:
+            err = run_process(command, timeout, what).stderr
     if "ring3 stats:" not in err:
         raise RuntimeError(f"no --stats table: {err.strip()[-300:]}")
-    return err[err.index("ring3 stats:"):].rstrip() + "\n"
+    return err[err.index("ring3 stats:"):].rstrip() + "\n\n" + host
+
+
+def _perf_report(perf, data):
+    text = ("perf record -F 999, host view (memfd:ring3-guest-ram is guest code, ring3 the "
+            "monitor, [kernel.kallsyms] the host kernel):\n")
+    for sort in ("dso", "dso,symbol"):
+        report = run_process([perf, "report", "-i", data, "--stdio", "--sort", sort,
+                              "--percent-limit", "1.5"], 60, "perf report").stdout
+        lines = [re.sub(r"(\s+-)+$", "", l.rstrip()) for l in report.splitlines()
+                 if l.strip() and not l.startswith("#")]
+        text += "\n" + "\n".join(lines) + "\n"
+    return text
 
 
 def boot_seconds():
