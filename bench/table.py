@@ -94,6 +94,12 @@ def summary(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
+def median_of(record, row):
+    """The median of (record)'s figure (row), or None when it has none."""
+    fig = record["figures"].get(row) if record else None
+    return statistics.median(fig["values"]) if fig else None
+
+
 def ratio(value, native):
     """value / native, or None where either is missing."""
     return value / native if value is not None and native else None
@@ -167,8 +173,7 @@ def measure(envs):
 
 def slowest(record, native):
     """(row, ratio) of (record)'s figure furthest above native, or None."""
-    median = lambda r, row: statistics.median(r["figures"][row]["values"])    # noqa: E731
-    ratios = [(median(record, row) / median(native, row), row)
+    ratios = [(median_of(record, row) / median_of(native, row), row)
               for row in record["figures"] if row in native["figures"]]
     return max(ratios, default=None)
 
@@ -218,6 +223,32 @@ def cell(record, row, native):
     return text + (f" **{r:.3g}×**" if r is not None and record["module"] != "native" else "")
 
 
+def targets(envs):
+    """Issue 8's targets for ring3, as this run measured them: lines of Markdown."""
+    by = {e["module"]: e for e in envs}
+
+    def med(env, row):
+        return median_of(by.get(env), row)
+    lines = []
+
+    def within(row, limit, what):
+        r = ratio(med("ring3", row), med("native", row))
+        if r is not None:
+            lines.append(f"- {what}: {r:.3g}× native, " + ("met" if r <= limit else "not met"))
+    within("loop", 1.02, "`loop` within 2% of native")
+    within("fork", 3, "`fork` within 3× native")
+    if med("ring3", "getpid_libc") is not None:
+        v = med("ring3", "getpid_libc")
+        lines.append(f"- `getpid` under 0.4 us in-process: {v:.3g} us through libc, "
+                     + ("met" if v < 0.4 else "not met"))
+    slower = [row for row, _, _ in ROWS if row != "boot" and med("ring3", row) is not None
+              and med("qemu_tcg", row) is not None and med("ring3", row) >= med("qemu_tcg", row)]
+    if med("qemu_tcg", "loop") is not None and med("ring3", "loop") is not None:
+        lines.append("- every benchmark faster than QEMU TCG: " + (
+            "met" if not slower else "not met; slower in " + ", ".join(slower)))
+    return lines
+
+
 def markdown(results):
     m, envs = results["machine"], results["environments"]
     native = next((e for e in envs if e["module"] == "native"), None)
@@ -234,10 +265,11 @@ def markdown(results):
              "| figure | unit | " + " | ".join(e["name"] for e in envs) + " |",
              "|---|---|" + "---|" * len(envs)]
     for row, unit, label in ROWS:
-        nat = native and native["figures"].get(row)
-        nat_median = statistics.median(nat["values"]) if nat else None
         lines.append(f"| {label} | {unit} | "
-                     + " | ".join(cell(e, row, nat_median) for e in envs) + " |")
+                     + " | ".join(cell(e, row, median_of(native, row)) for e in envs) + " |")
+    goals = targets(envs)
+    if goals:
+        lines += ["", "ring3 against the targets of issue 8 (measured, not asserted):", ""] + goals
     notes = [f"- **{e['name']}** unavailable: {e['reason']}" for e in envs if e["reason"]]
     notes += [f"- **{e['name']}**, {row}: {why}" for e in envs for row, why in e["errors"].items()]
     if notes:

@@ -115,6 +115,19 @@ def test_markdown_has_ratios_and_says_why_a_row_is_missing():
     assert "**ring3**, fork: it broke" in md and "Some CPU, 2 cores" in md
 
 
+def test_targets_say_met_or_not():
+    fig = lambda v: {"unit": "us", "count": 1, "values": [v]}   # noqa: E731
+    env = lambda module, **rows: {"module": module, "name": module, "reason": None,  # noqa: E731
+                                  "errors": {}, "figures": {r: fig(v) for r, v in rows.items()}}
+    goals = table.targets([env("native", loop=1.0, fork=1.0),
+                           env("ring3", loop=1.01, fork=4.0, getpid_libc=0.3, mmap=9.0),
+                           env("qemu_tcg", loop=5.0, fork=2.0, mmap=10.0)])
+    assert goals == ["- `loop` within 2% of native: 1.01× native, met",
+                     "- `fork` within 3× native: 4× native, not met",
+                     "- `getpid` under 0.4 us in-process: 0.3 us through libc, met",
+                     "- every benchmark faster than QEMU TCG: not met; slower in fork"]
+
+
 @pytest.mark.skipif(not (ROOT / "build" / "bench" / "programs" / "i386" / "loop").exists(),
                     reason="make bench-programs builds them")
 def test_bench_quick():
