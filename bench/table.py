@@ -31,7 +31,7 @@ sys.path.insert(0, str(BENCH))
 PROGRAMS = {
     "loop": (10_000_000, [("loop", "ns", "loop: increment a volatile variable")]),
     "getpid": (1000, [("getpid_libc", "us", "getpid through libc (vDSO entry)"),
-                      ("getpid_raw", "us", "getpid by raw int $0x80")]),
+                      ("getpid_raw", "us", "getpid by raw int $0x80 (x86-64: syscall)")]),
     "pipesw": (200, [("pipesw", "us", "pipe ping-pong round trip")]),
     "fork": (10, [("fork", "ms", "fork + _exit + waitpid")]),
     "openclose": (1000, [("openclose", "us", "open + close")]),
