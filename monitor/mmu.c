@@ -223,7 +223,8 @@ int mmu_fault_error(struct vcpu *v, uint32_t linear, enum mmu_access access, boo
     return err & 0xFFFF;
 }
 
-bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
+/* mmu_fill; when (quiet), a page that cannot be mapped is only not mapped. */
+static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool quiet)
 {
     struct walk w;
     uint32_t page = linear & ~0xFFFu;
@@ -231,7 +232,11 @@ bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
     if (walk(v, linear, write, v->cpl == 3, true, &w))
         return false;
     uint32_t phys = w.phys & ~0xFFFu;
-    if (page >= R3_RUNTIME_BASE || page < v->gm->low_base || !guestmem_ok(v->gm, phys, 0x1000)) {
+    bool mappable = page < R3_RUNTIME_BASE && page >= v->gm->low_base &&
+                    guestmem_ok(v->gm, phys, 0x1000);
+    if (!mappable && quiet)
+        return false;
+    if (!mappable) {
         fflush(stdout);
         console_restore();
         fprintf(stderr, "ring3: guest access to linear %08x (physical %08x) cannot be mapped: %s\n",
@@ -264,6 +269,17 @@ bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
         lowest_privileged = page;
     TRACE(v, "map %08x -> %08x %s", page, phys, prot & PROT_WRITE ? "rw" : "ro");
     return true;
+}
+
+bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
+{
+    return fill(v, linear, access, false);
+}
+
+void mmu_prefill(struct vcpu *v, uint32_t linear)
+{
+    if (!bit(mapped, linear >> 12))
+        fill(v, linear, MMU_READ, true);
 }
 
 void mmu_flush_page(struct vcpu *v, uint32_t linear)

@@ -146,6 +146,8 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
                 return;         /* the host TLB is filled: retry the instruction */
             signal_kind = STAT_GUEST_PF;
             v->cr2 = addr;
+            v->pf_retry = addr;
+            v->pf_retry_valid = true;
             vcpu_raise(v, VEC_PF, mmu_fault_error(v, addr, a, false));
         }
         if (trapno == TRAP_AC)

@@ -226,6 +226,12 @@ void vcpu_iret(struct vcpu *v)
     v->sreg[SREG_CS] = cs;
     sh->eip = eip;
     mmu_set_cpl(v, rpl);
+    if (v->pf_retry_valid) {
+        /* Most likely the return from the page-fault handler to the access
+         * it fixed: map the page now rather than take the host fault again. */
+        v->pf_retry_valid = false;
+        mmu_prefill(v, v->pf_retry);
+    }
     TRACE(v, "iret -> %04x:%08x cpl %u", sel, eip, v->cpl);
 }
 

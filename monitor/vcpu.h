@@ -78,6 +78,8 @@ struct vcpu {
     struct seg ldtr, tr;
     unsigned cpl;                   /* virtual CPL: 0 kernel, 3 user */
     uint32_t user_limit;            /* at CPL 3: user DS/ES end below this (0: flat); mmu.c */
+    uint32_t pf_retry;              /* a guest #PF's address, to map at the iret back (if valid) */
+    bool pf_retry_valid;
     bool user_unlimited;            /* a user access passed the limit: flat until a CR3 write */
     uint32_t iopl;                  /* virtual EFLAGS.IOPL bits */
     uint32_t sysenter_cs, sysenter_esp, sysenter_eip;
@@ -218,6 +220,13 @@ void mmu_write16(struct vcpu *v, uint32_t linear, uint16_t value);
  * mmu_fault_error()). */
 bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access);
 int mmu_fault_error(struct vcpu *v, uint32_t linear, enum mmu_access access, bool supervisor);
+
+/* Map the page holding (linear) for a read at the current CPL if the guest's
+ * page tables now allow it, without a host fault first; nothing if not. For
+ * the access a guest page-fault handler is about to retry. Sets only the
+ * accessed flag, as a CPU caching a translation ahead of use may (SDM
+ * vol. 3, 4.10.2.3); a page not yet dirty is mapped read-only, as ever. */
+void mmu_prefill(struct vcpu *v, uint32_t linear);
 
 /* Drop host mappings: one page (invlpg), all but global ones (a CR3 write),
  * or every one (paging mode or CPL changes). */
