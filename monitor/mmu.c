@@ -296,21 +296,34 @@ void mmu_flush_page(struct vcpu *v, uint32_t linear)
 
 enum drop { DROP_ALL, DROP_NOT_GLOBAL, DROP_PRIVILEGED, DROP_STALE };
 
-/* Whether the host mapping of (page), not global, is exactly what a fill
- * would make under the page tables now in force: the same physical page,
- * the access it was mapped for still allowed, its accessed flag (and dirty
- * flag, if mapped writable) already set, so that no flag the CPU would set
- * goes unset. Then a TLB that dropped it and refilled it could not be told
- * from one that kept it. Its global bit follows the new entry. */
+/* Whether the host mapping of (page), not global, can stay after a CR3
+ * write: it is exactly what a fill would make under the page tables now in
+ * force (the same physical page, the access it was mapped for still allowed,
+ * its accessed flag, and dirty flag if mapped writable, already set, so that
+ * no flag the CPU would set goes unset), or it is made so now. Then a TLB
+ * that dropped it and refilled it could not be told from one that kept it.
+ * A page the new tables map elsewhere, already accessed, is mapped there at
+ * once, with the rights a fill would give: one system call instead of an
+ * unmap, a host fault and a map when the process touches it again. */
 static bool mapping_current(struct vcpu *v, uint32_t page)
 {
     struct walk w;
     uint32_t linear = page << 12;
-    bool wr = bit(writable, page);
+    bool wr = bit(writable, page), user = !bit(privileged, page);
 
-    if (walk(v, linear, wr, !bit(privileged, page), false, &w) || w.phys >> 12 != frame[page] ||
-        !(w.pde & PG_A) || !(w.pte & PG_A) || (wr && !(w.pte & PG_D)))
+    if (walk(v, linear, false, user, false, &w) || !(w.pde & PG_A) || !(w.pte & PG_A))
         return false;
+    bool rw = (w.pde & PG_RW) && (w.pte & PG_RW) && (w.pte & PG_D);
+    if (w.phys >> 12 != frame[page] || wr != rw) {
+        if (!user && !rw && !(v->cr0 & CR0_WP))
+            return false;       /* a CR0.WP = 0 override: let a fault decide */
+        uint32_t phys = w.phys & ~0xFFFu;
+        if (!guestmem_ok(v->gm, phys, 0x1000) ||
+            guestmem_map(v->gm, phys, linear, 0x1000, PROT_READ | PROT_EXEC | (rw ? PROT_WRITE : 0)))
+            return false;
+        frame[page] = phys >> 12;
+        set_bit(writable, page, rw);
+    }
     set_bit(global, page, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
     return true;
 }

@@ -7,6 +7,7 @@ const char guest_name[] = "accessed-dirty";
 #define VA_Q    0x40001000u   /* 4 KiB page for sgdt/lidt */
 #define VA_R    0x40002000u   /* 4 KiB pages for the cr3 switch */
 #define VA_S    0x40003000u
+#define VA_T    0x40004000u
 #define VA_BIG  0x00800000u   /* 4 MiB page */
 #define PA_BIG  0x00400000u
 
@@ -103,10 +104,10 @@ static uint32_t bits(uint32_t entry)
 /* A cr3 write drops every translation that is not global (SDM vol. 3, 4.10.4.1): accesses
  * then go through the new tables and set their own A and D bits. Under pd2, VA_P is another
  * frame, VA_Q the same frame read-only, VA_R and VA_S the same frame writable with A and D
- * clear (VA_S only read before the switch). */
+ * clear (VA_S only read before the switch), VA_T another frame with A already set. */
 static void test_cr3_switch(void)
 {
-    uint32_t *pd2 = paging_identity(PTE_W), *p2 = page_alloc();
+    uint32_t *pd2 = paging_identity(PTE_W), *p2 = page_alloc(), *t2 = page_alloc();
     uint32_t q = *pte_of(pd, VA_Q) & ~0xFFFu, r = *pte_of(pd, VA_R) & ~0xFFFu;
     uint32_t s = *pte_of(pd, VA_S) & ~0xFFFu;
 
@@ -115,6 +116,9 @@ static void test_cr3_switch(void)
     map_page(pd2, VA_Q, q, 0);
     map_page(pd2, VA_R, r, PTE_W);
     map_page(pd2, VA_S, s, PTE_W);
+    map_page(pd2, VA_T, (uint32_t)t2, PTE_W | PTE_A);
+    *t2 = 0x7777;
+    poke(VA_T, 0x6666);
     (void)peek(VA_S);
     poke(VA_P, 0x1111);
     poke(VA_Q, 0x3333);
@@ -126,8 +130,11 @@ static void test_cr3_switch(void)
             bits(*pte_of(pd2, VA_R)), bits(*pte_of(pd2, VA_S)));
     poke(VA_R, 0x5555);
     kprintf(" R after write %u;", bits(*pte_of(pd2, VA_R)));
+    kprintf(" T 0x%x AD %u,", peek(VA_T), bits(*pte_of(pd2, VA_T)));
+    poke(VA_T, 0x8888);
+    kprintf(" after write %u;", bits(*pte_of(pd2, VA_T)));
     lcr3((uint32_t)pd);
-    kprintf(" back: P 0x%x R 0x%x\n", peek(VA_P), peek(VA_R));
+    kprintf(" back: P 0x%x R 0x%x T 0x%x\n", peek(VA_P), peek(VA_R), peek(VA_T));
 }
 
 int guest_main(void)
@@ -137,6 +144,7 @@ int guest_main(void)
     map_page(pd, VA_Q, (uint32_t)page_alloc(), PTE_W);
     map_page(pd, VA_R, (uint32_t)page_alloc(), PTE_W);
     map_page(pd, VA_S, (uint32_t)page_alloc(), PTE_W);
+    map_page(pd, VA_T, (uint32_t)page_alloc(), PTE_W);
     pd[VA_BIG >> 22] = PA_BIG | PTE_PS | PTE_W | PTE_P;
     paging_enable(pd);
 
