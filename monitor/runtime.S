@@ -48,8 +48,6 @@ mon_fsbase:  .quad 0
 mon_handler: .quad 0
 mon_sud:     .quad 0            /* address of the Syscall User Dispatch selector byte */
 mon_xsave:   .quad 0            /* 64-byte aligned XSAVE area for the guest's vector state */
-gate_farptr: .long BLOB(tramp64)
-             .word HOST_CS64
     .balign 16
 
     .code32
@@ -218,20 +216,44 @@ stub_mov_to_sreg:
     popfl
     jmp gate_stubs + GATE_STUB_SIZE * R3_E_POP_SREG
 
-/* One stub per entry number: note the number, then far-jump to 64-bit code. */
+/* One stub per entry number: far-jump at once to 64-bit code of its own,
+ * which notes the number. Nothing here touches memory through a data or
+ * stack segment, which at CPL 3 ends below the kernel's pages (segment.c),
+ * so the vDSO's gate calls work at CPL 3 too. */
     .balign GATE_STUB_SIZE
 gate_stubs:
     .set entry_no, 0
     .rept R3_ENTRY_COUNT
     .balign GATE_STUB_SIZE
-    movl %eax, %ss:SH(SH_EAX)
-    movl $entry_no, %ss:SH(SH_ENTRY)
-    ljmpl *%cs:BLOB(gate_farptr)
+    ljmpl *%cs:BLOB(gate_farptrs + 8 * entry_no)
     .set entry_no, entry_no + 1
     .endr
     .balign GATE_STUB_SIZE
 
+gate_farptrs:
+    .set entry_no, 0
+    .rept R3_ENTRY_COUNT
+    .long BLOB(gate_stubs64 + GATE_STUB_SIZE * entry_no)
+    .word HOST_CS64, 0
+    .set entry_no, entry_no + 1
+    .endr
+
     .code64
+/* In 64-bit mode segment limits do not apply (SDM vol. 3, 5.3.1); the shared
+ * page is reached RIP-relative, at its fixed distance from this code. */
+#define SH64(off) (r3_blob - R3_CODE + R3_SHARED + (off))
+    .balign GATE_STUB_SIZE
+gate_stubs64:
+    .set entry_no, 0
+    .rept R3_ENTRY_COUNT
+    .balign GATE_STUB_SIZE
+    movl %eax, SH64(SH_EAX)(%rip)
+    movl $entry_no, SH64(SH_ENTRY)(%rip)
+    jmp tramp64
+    .set entry_no, entry_no + 1
+    .endr
+    .balign GATE_STUB_SIZE
+
 /* The gate, now in 64-bit mode on the guest's stack with the guest's TLS base. */
 tramp64:
     movl $R3_SHARED, %eax

@@ -6,7 +6,7 @@
  * that using it faults as it should); any other is copied into a host LDT
  * entry of its own, so the CPU applies its base and limit for real.
  *
- * At CPL 3, flat DS and ES run on one more LDT entry, flat but for a limit
+ * At CPL 3, flat DS, ES and SS run on one more LDT entry, flat but for a limit
  * below the guest kernel's mapped pages (mmu.c says where), so that a user
  * access to them raises #GP rather than reaching them.
  *
@@ -195,10 +195,10 @@ static bool is_flat_data(const struct seg *s)
 
 void seg_user_data(struct vcpu *v)
 {
-    static const unsigned limited[] = {SREG_ES, SREG_DS};
+    static const unsigned limited[] = {SREG_ES, SREG_SS, SREG_DS};
     uint16_t flat = v->cpl == 3 && v->user_limit ? USER_SEL : HOST_DS;
 
-    for (unsigned i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < 3; i++) {
         unsigned r = limited[i];
         if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && is_flat_data(&v->sreg[r]))
             v->host_sel[r] = v->sh->sel[r] = flat;
@@ -274,8 +274,8 @@ static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s
     if (s->base == 0 && s->limit == 0xFFFFFFFFu && !expand_down) {
         if (sreg == SREG_CS)
             return HOST_CS32;
-        return (sreg == SREG_ES || sreg == SREG_DS) && v->cpl == 3 && v->user_limit ? USER_SEL
-                                                                                   : HOST_DS;
+        return sreg != SREG_FS && sreg != SREG_GS && v->cpl == 3 && v->user_limit ? USER_SEL
+                                                                                 : HOST_DS;
     }
     struct user_desc d;
     memset(&d, 0, sizeof d);

@@ -29,6 +29,7 @@
 #define TRAP_DB 1
 #define TRAP_BP 3
 #define TRAP_OF 4
+#define TRAP_SS 12
 #define TRAP_GP 13
 #define TRAP_PF 14
 #define TRAP_MF 16
@@ -153,7 +154,7 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         if (trapno == TRAP_AC)
             vcpu_raise(v, VEC_AC, 0);
         signal_kind = STAT_LIMIT_RETRY;
-        if (trapno == TRAP_GP && err == 0 && mmu_user_unlimit(v))
+        if ((trapno == TRAP_GP || trapno == TRAP_SS) && err == 0 && mmu_user_unlimit(v))
             return;             /* past the user segment limit: retry as paging alone says */
         signal_kind = STAT_GP;
         if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v))
@@ -235,6 +236,19 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
             return interrupted_fsbase;
         }
     } else if (!in_guest) {
+        unsigned trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO];
+        if (cs == HOST_CS32 && (sig == SIGSEGV || sig == SIGBUS) &&
+            (trapno == TRAP_GP || trapno == TRAP_SS) && uc->uc_mcontext.gregs[REG_ERR] == 0 &&
+            mmu_user_unlimit(v)) {
+            /* A stub called at CPL 3 (a fast one, from rewritten user code)
+             * reached the shared page past the user segment limit: go flat. */
+            uint16_t ds = (uint16_t)v->sh->sel[SREG_DS], es = (uint16_t)v->sh->sel[SREG_ES];
+            __asm__ volatile("mov %0, %%ds; mov %1, %%es" : : "r"(ds), "r"(es));
+            uc->uc_mcontext.gregs[REG_CSGSFS] = (greg_t)(((uint64_t)uc->uc_mcontext.gregs[REG_CSGSFS] &
+                                                          0x0000FFFFFFFFFFFFull) |
+                                                         (uint64_t)(v->sh->sel[SREG_SS] & 0xFFFF) << 48);
+            return interrupted_fsbase;
+        }
         if (cs == HOST_CS32 && sig == SIGSEGV && (uint64_t)(uintptr_t)si->si_addr < (1ull << 32)) {
             /* A stub touching a guest stack page not yet in the host TLB. */
             uint32_t addr = (uint32_t)(uintptr_t)si->si_addr;

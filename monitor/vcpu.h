@@ -77,7 +77,7 @@ struct vcpu {
     uint16_t host_sel[6];           /* the host selector each was last loaded with */
     struct seg ldtr, tr;
     unsigned cpl;                   /* virtual CPL: 0 kernel, 3 user */
-    uint32_t user_limit;            /* at CPL 3: user DS/ES end below this (0: flat); mmu.c */
+    uint32_t user_limit;            /* at CPL 3: user DS/ES/SS end below this (0: flat); mmu.c */
     uint32_t pf_retry;              /* a guest #PF's address, to map at the iret back (if valid) */
     bool pf_retry_valid;
     bool user_unlimited;            /* a user access passed the limit: flat until a CR3 write */
@@ -184,7 +184,7 @@ void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint
  * mapped. Returns false when the host refuses (the caller unmaps instead). */
 bool seg_set_user_limit(struct vcpu *v, uint32_t top);
 
-/* After a change of CPL or of v->user_limit: put flat DS and ES on the
+/* After a change of CPL or of v->user_limit: put flat DS, ES and SS on the
  * limited user entry at CPL 3 with a limit, on the host's flat segment otherwise. */
 void seg_user_data(struct vcpu *v);
 
@@ -246,7 +246,7 @@ void mmu_new_cr3(struct vcpu *v);
 void mmu_set_cpl(struct vcpu *v, unsigned cpl);
 void mmu_init(struct vcpu *v);
 
-/* A #GP at CPL 3 with error code 0: if user DS/ES ran limited, drop the
+/* A #GP or #SS at CPL 3 with error code 0: if user DS/ES/SS ran limited, drop the
  * supervisor mappings, make them flat and return true (retry the access);
  * false when the #GP is the guest's own. */
 bool mmu_user_unlimit(struct vcpu *v);

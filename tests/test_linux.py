@@ -83,8 +83,10 @@ def test_null_dereference_is_sigsegv_and_the_guest_goes_on():
 
 
 def test_kernel_address_is_sigsegv():
-    out = ok("segv kernel; echo status $?; segv handler")
-    assert out == "Segmentation fault\nstatus 139\nsegv: caught SIGSEGV at c0000000\n"
+    out = ok("segv kernel; echo status $?; segv handler; segv handler ss; "
+             "segv handler ds c1000000; segv handler ss c1000000")
+    assert out == ("Segmentation fault\nstatus 139\n" + "segv: caught SIGSEGV at c0000000\n" * 2 +
+                   "segv: caught SIGSEGV at c1000000\n" * 2)
 
 
 def test_vector_registers_survive_context_switches():
@@ -195,7 +197,7 @@ DIFFERENTIAL = [
     "grep -c ^processor /proc/cpuinfo; ls /",
     "i=0; while [ $i -lt 50 ]; do /bin/true || exit 9; i=$((i+1)); done; echo $i",
     "touchmem 64",
-    "segv null; echo $?; segv kernel; echo $?; segv handler",
+    "segv null; echo $?; segv kernel; echo $?; segv handler; segv handler ss c1000000",
     "simd 300 | cut -d' ' -f1-3",
     "trap 'echo got USR1' USR1; kill -USR1 $$; echo after",
     "md5sum /bin/busybox | cut -c1-32; exit 3",
