@@ -23,6 +23,9 @@
 #define SUD_BLOCK   1           /* SYSCALL_DISPATCH_FILTER_BLOCK */
 #define EFLAGS_IF   0x200
 #define EFLAGS_IOPL 0x3000
+#define EFLAGS_TF   0x100
+#define EFLAGS_DF   0x400
+#define EFLAGS_AC   0x40000
 
 /* The entry numbers as assembler symbols R3_E_<name>. */
 #define R3_ASM_SET(num, name, words, path, contract) .set R3_E_##name, num;
@@ -341,6 +344,13 @@ r3_blob_end:
     .globl r3_signal_entry
     .type r3_signal_entry, @function
 r3_signal_entry:
+    /* The host clears DF and TF for a handler but leaves AC as the guest set
+     * it (popf): with the host's CR0.AM, C code would take #AC on its first
+     * unaligned access. sigreturn restores the guest's from the frame. ID
+     * stays: sigreturn takes it from the flags live at rt_sigreturn. */
+    pushfq
+    andq $~(EFLAGS_AC | EFLAGS_DF | EFLAGS_TF), (%rsp)
+    popfq
     pushq %rbx
     pushq %r12
     subq $8, %rsp
