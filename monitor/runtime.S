@@ -26,6 +26,7 @@
 #define EFLAGS_TF   0x100
 #define EFLAGS_DF   0x400
 #define EFLAGS_AC   0x40000
+#define EFLAGS_ID   0x200000
 
 /* The entry numbers as assembler symbols R3_E_<name>. */
 #define R3_ASM_SET(num, name, words, path, contract) .set R3_E_##name, num;
@@ -361,7 +362,26 @@ r3_signal_entry:
     movb $SUD_ALLOW, r3_sud_selector(%rip)
     movq %rbx, %rcx             /* 4th argument: the interrupted FS base */
     call r3_signal_c
-    wrfsbase %rax
+    /* An emulation in the handler (insert mode) may have changed what the
+     * host's sigreturn does not restore from the frame: the FS and GS
+     * selectors and the GS base (loaded as exit64 does; C code could not
+     * load FS itself), and EFLAGS.ID (outside the flags sigreturn takes
+     * from the frame, it keeps the live one). */
+    cmpb $0, r3_signal_reload_state(%rip)
+    je 1f
+    movb $0, r3_signal_reload_state(%rip)
+    movl $R3_SHARED, %ecx
+    movw SH_FS(%rcx), %fs
+    movw SH_GS(%rcx), %gs
+    movq SH_GSBASE(%rcx), %rdx
+    wrgsbase %rdx
+    movl SH_EFLAGS(%rcx), %edx
+    andl $EFLAGS_ID, %edx
+    pushfq
+    andq $~EFLAGS_ID, (%rsp)
+    orq %rdx, (%rsp)
+    popfq
+1:  wrfsbase %rax
     movb %r12b, r3_sud_selector(%rip)
     addq $8, %rsp
     popq %r12
@@ -384,5 +404,8 @@ r3_sigreturn_end:
     .globl r3_sud_selector
 r3_sud_selector:
     .byte SUD_ALLOW
+    .globl r3_signal_reload_state
+r3_signal_reload_state:
+    .byte 0
 
     .section .note.GNU-stack, "", @progbits

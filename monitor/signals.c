@@ -136,6 +136,8 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         host_took_sysenter(v);
         return;
     }
+    if ((sig == SIGILL || (sig == SIGSEGV && trapno == TRAP_GP)) && insert_emulate(v, sig == SIGILL))
+        return;
     switch (sig) {
     case SIGSEGV:
     case SIGBUS:

@@ -281,6 +281,15 @@ const char *emulate_entry_name(unsigned entry);
  * through its entry (which checks IOPL) and return true. */
 bool decode_io_instruction(struct vcpu *v);
 
+/* ---- insert.c: insert-mode kernels ---- */
+
+/* A trap of guest code at sh->eip: (undefined_opcode) for #UD, else #GP. If it is the
+ * insert-mode marker followed by a sensitive instruction (at any CPL), or a sensitive
+ * instruction that faulted at virtual CPL 0, emulate that instruction through its entry,
+ * leave EIP after it and return true; faults it raises are reported at sh->eip. Otherwise
+ * return false and change nothing. */
+bool insert_emulate(struct vcpu *v, bool undefined_opcode);
+
 /* ---- events.c: time, input and waiting ---- */
 uint64_t events_now(void);
 void events_poll(struct vcpu *v);          /* advance the devices to now; never blocks */

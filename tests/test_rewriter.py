@@ -9,17 +9,18 @@ import pytest
 from conftest import BUILD, ROOT, run
 
 sys.path.insert(0, str(ROOT / "rewriter"))
-from ring3as import abi  # noqa: E402
+from ring3as import abi, rules  # noqa: E402
 from ring3as.main import rewrite_lines  # noqa: E402
 
 HERE = ROOT / "tests" / "rewriter"
 AS = BUILD / "bin" / "ring3-as"
+DECODE = BUILD / "tests" / "insert" / "decode"     # tests/insert/decode.c: the monitor's decoder
 UPDATE = os.environ.get("RING3_UPDATE_GOLDEN") == "1"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    run(["make", "-s", str(AS)], cwd=ROOT)
+    run(["make", "-s", str(AS), str(DECODE)], cwd=ROOT)
 
 
 def rewrite_text(path, mode):
@@ -240,6 +241,57 @@ def test_insert_mode_bytes(tmp_path):
     # Raw bytes: Capstone 4 decodes 0f b9 as a 2-byte "ud2b" and loses the marker's ModRM.
     marker = "0fb9ff"
     assert text_bytes(obj).hex() == "fa" + marker + "9c" + "0f22d8" + marker + "0f0100" + marker + "cd81"
+
+
+# ---- insert mode: the monitor's decoder against the rewritten site ----
+
+MARKER = bytes.fromhex("0fb9ff")    # R3_INSERT_MARKER*
+
+
+def insert_decode(*traps):
+    """The monitor's insert-mode decoding of each (bytes, #UD?) trap: (entry name, desc, aux, len,
+    marked), or None."""
+    text = "".join(f"{'ud' if ud else 'gp'} {code.hex()}\n" for code, ud in traps)
+    r = subprocess.run([str(DECODE)], input=text, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = []
+    for line in r.stdout.splitlines():
+        if line == "none":
+            out.append(None)
+            continue
+        num, desc, aux, length, marked = (int(f, 16) for f in line.split())
+        name = next(e.name for e in abi.ENTRIES.values() if e.number == num)
+        out.append((name, desc, aux, length, bool(marked)))
+    return out
+
+
+@pytest.mark.parametrize("line", list(form_lines()))
+def test_insert_decoder_matches_site(line, tmp_path):
+    """Assembled in insert mode and decoded by the monitor, each form gives the entry and the
+    DESC/AUX words its rewritten site pushes, and the length up to the next instruction."""
+    r, obj = assemble(f"\t{line}\n", tmp_path, name="rewritten.s")
+    assert r.returncode == 0, r.stderr
+    entry, desc, aux, _ = decode_site(text_bytes(obj))
+    r, obj = assemble(f"\t{line}\n", tmp_path, mode="insert", name="insert.s")
+    assert r.returncode == 0, r.stderr
+    code = text_bytes(obj)
+    marked = code.startswith(MARKER)
+    # A privileged instruction traps by itself; an unprivileged one only through its marker.
+    assert marked == (entry not in rules.PRIVILEGED)
+    [got] = insert_decode((code, marked))
+    words = (desc, aux) if desc is not None else (0, 0)
+    assert got == (entry, *words, len(code), marked), f"{got}, want {entry} {words[0]:#x} {words[1]:#x}"
+
+
+def test_insert_decoder_edges():
+    """sti; hlt is one STI_HLT step; a marker before an ordinary instruction, ud2 and a #GP on
+    an ordinary instruction are not sites; bytes cut short are not decoded."""
+    sti_hlt, not_sensitive, ud2, gp, cut = insert_decode(
+        (bytes.fromhex("fbf4"), False), (MARKER + bytes.fromhex("89c8"), True),
+        (bytes.fromhex("0f0b"), True), (bytes.fromhex("8b00"), False),
+        (MARKER + bytes.fromhex("0f01"), True))
+    assert sti_hlt == ("STI_HLT", 0, 0, 2, False)
+    assert not_sensitive is None and ud2 is None and gp is None and cut is None
 
 
 # ---- bad input ----
