@@ -1,9 +1,11 @@
-# Test guests: testguests/NAME.c (+ optional NAME.S, NAME.user.c) and testguests/lib/, linked twice:
-#   build/testguests/plain/NAME.elf  plain GNU as, booted under qemu-system-i386 -kernel
-#   build/testguests/ring3/NAME.elf  gcc -B build/asbin/ (ring3-as), booted under ring3 run
+# Test guests: testguests/NAME.c (+ optional NAME.S, NAME.user.c) and testguests/lib/, linked three
+# times:
+#   build/testguests/plain/NAME.elf   plain GNU as, booted under qemu-system-i386 -kernel
+#   build/testguests/ring3/NAME.elf   gcc -B build/asbin/ (ring3-as), booted under ring3 run
+#   build/testguests/insert/NAME.elf  the same with ring3-as --ring3-mode=insert, under ring3 run
 # NAME.user.c holds the code that runs at CPL 3; it is assembled by the plain assembler in both,
 # since ring3 runs guest processes unrewritten (DESIGN.md).
-# tests/test_guests.py runs both and compares their serial transcripts and exit statuses.
+# tests/test_guests.py runs them all and compares their serial transcripts and exit statuses.
 
 TG_NAMES := hello segments exceptions pit uart-input paging accessed-dirty usermode msr-unknown \
             cpuid-msr syscall-loop timer-storm
@@ -50,10 +52,13 @@ $(eval $(call TG_VARIANT,plain,$(CC),))
 # gcc -B silently falls back to the system `as` when build/asbin/as is missing: refuse instead.
 TG_CHECK_AS := test -x $(B)/asbin/as || { echo "$(B)/asbin/as is missing" >&2; exit 1; }; 
 $(eval $(call TG_VARIANT,ring3,$(CC) -B $(B)/asbin/,$(BIN)/ring3-as,$(TG_CHECK_AS)))
-$(foreach v,plain ring3,$(foreach n,$(TG_NAMES),$(eval $(call TG_GUEST,$(v),$(n)))))
+TG_INSERT_CC := $(CC) -B $(B)/asbin/ -Wa,--ring3-mode=insert
+$(eval $(call TG_VARIANT,insert,$(TG_INSERT_CC),$(BIN)/ring3-as,$(TG_CHECK_AS)))
+$(foreach v,plain ring3 insert,$(foreach n,$(TG_NAMES),$(eval $(call TG_GUEST,$(v),$(n)))))
 
-.PHONY: testguests testguests-ring3
+.PHONY: testguests testguests-ring3 testguests-insert
 testguests: $(TG_plain_ELFS)
 testguests-ring3: $(TG_ring3_ELFS)
+testguests-insert: $(TG_insert_ELFS)
 
-TEST_DEPS += $(TG_plain_ELFS) $(TG_ring3_ELFS)
+TEST_DEPS += $(TG_plain_ELFS) $(TG_ring3_ELFS) $(TG_insert_ELFS)
