@@ -212,11 +212,21 @@ void linux_write_boot(struct guestmem *gm, const struct linux_image *li, const c
     bs->gdt_limit = 31;
 }
 
+/* Linux writes ud1 only with a memory operand, so its code never holds the
+ * marker; in compressed data three given bytes turn up about once in 16 MiB.
+ * An insert-mode decompressor alone holds a few dozen. */
+#define INSERT_MARKERS_MIN 8
+
 bool linux_has_ring3_sites(const uint8_t *p, size_t len)
 {
+    unsigned markers = 0;
+
     /* call *%cs:abs32 is 2E FF 15 followed by the little-endian address
      * R3_TABLE + 4 * entry. */
     for (size_t i = 0; i + 7 <= len; i++) {
+        if (p[i] == R3_INSERT_MARKER0 && p[i + 1] == R3_INSERT_MARKER1 && p[i + 2] == R3_INSERT_MARKER2 &&
+            ++markers == INSERT_MARKERS_MIN)
+            return true;
         if (p[i] != 0x2E || p[i + 1] != 0xFF || p[i + 2] != 0x15)
             continue;
         uint32_t a = get32(p + i + 3);

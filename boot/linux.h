@@ -75,9 +75,10 @@ void linux_write_boot(struct guestmem *gm, const struct linux_image *li, const c
                       uint32_t initrd_addr, uint32_t initrd_size, uint32_t entry,
                       struct boot_state *bs);
 
-/* Whether the kernel image bytes (p, len) hold call sites of the runtime
- * that ring3-as writes (`call *%cs:ENTRY`, 2E FF 15 with an address in the
- * entry table): a kernel assembled without ring3-as has none. */
+/* Whether the kernel image bytes (p, len) were assembled by ring3-as: they
+ * hold call sites of the runtime (`call *%cs:ENTRY`, 2E FF 15 with an
+ * address in the entry table), or, in insert mode, markers
+ * (R3_INSERT_MARKER). A kernel assembled without ring3-as has neither. */
 bool linux_has_ring3_sites(const uint8_t *p, size_t len);
 
 #endif
