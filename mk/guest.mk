@@ -4,6 +4,9 @@
 #                            (gcc -B build/asbin/), then `ring3 audit`; fails unless clean
 #   make guest-kernel-plain  build/guest/vmlinux-plain: same config, stock `as` (for timing
 #                            and for comparing the rewritten kernel with the original)
+#   make guest-kernel-insert build/guest/bzImage-insert: same config, ring3-as in insert mode
+#                            (the paper's PE-Insert: sensitive instructions trap, and the
+#                            monitor decodes each), audited with `ring3 audit --insert`
 #
 # The source is unpacked once into build/linux-6.12; each variant builds out of tree in its
 # own directory. Unpacking and configuring are stamped; Kbuild runs every time and is
@@ -20,13 +23,14 @@ GUEST_PATCHES := $(sort $(wildcard guest/linux/patches/*.patch))
 # The compiler of each variant: gcc -B makes gcc run build/asbin/as, which is ring3-as.
 GUEST_CC_rewritten := gcc -B$(abspath $(B)/asbin)/
 GUEST_CC_plain := gcc
+GUEST_CC_insert := gcc -B$(abspath $(B)/asbin)/ -Wa,--ring3-mode=insert
 
 # Kbuild for variant $(1), in obj dir $(GUEST_DIR)/$(1). -j only when the parent make has no
 # jobserver to share.
 guest_kmake = $(MAKE) -C $(GUEST_SRC) O=$(abspath $(GUEST_DIR)/$(1)) ARCH=i386 \
     CC="$(GUEST_CC_$(1))" $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 
-.PHONY: guest-kernel guest-kernel-plain guest-force
+.PHONY: guest-kernel guest-kernel-plain guest-kernel-insert guest-force
 guest-force:
 # Kbuild runs on every make, since only it knows what changed inside the tree; `make run`
 # clears this when a kernel is already built, so that a second run starts in seconds (the
@@ -34,7 +38,7 @@ guest-force:
 GUEST_FORCE ?= guest-force
 
 $(GUEST_SRC)/.ring3-unpacked: $(GUEST_TARBALL) $(GUEST_PATCHES)
-	rm -rf $(GUEST_SRC) $(GUEST_SRC).tmp $(GUEST_DIR)/rewritten $(GUEST_DIR)/plain
+	rm -rf $(GUEST_SRC) $(GUEST_SRC).tmp $(GUEST_DIR)/rewritten $(GUEST_DIR)/plain $(GUEST_DIR)/insert
 	mkdir -p $(GUEST_SRC).tmp
 	tar -xJf $< -C $(GUEST_SRC).tmp --strip-components=1
 	for p in $(GUEST_PATCHES); do patch -s -d $(GUEST_SRC).tmp -p1 --no-backup-if-mismatch < $$p || exit 1; done
@@ -62,14 +66,18 @@ $(GUEST_DIR)/$(1)/vmlinux: $(GUEST_DIR)/$(1)/.ring3-config $(GUEST_FORCE)
 $(GUEST_DIR)/$(1)/arch/x86/boot/bzImage: $(GUEST_DIR)/$(1)/vmlinux ;
 endef
 
-# The rewritten build. Kbuild does not know that the assembler changed, so a new ring3-as
-# cleans the objects (every one of them went through the old rewriter).
-$(eval $(call guest_variant,rewritten,$(BIN)/ring3-as))
-$(GUEST_DIR)/rewritten/vmlinux: $(GUEST_DIR)/rewritten/.ring3-as.stamp
-$(GUEST_DIR)/rewritten/.ring3-as.stamp: $(BIN)/ring3-as | $(GUEST_DIR)/rewritten/.ring3-config
-	+$(call guest_kmake,rewritten) clean
-	touch $@
+# A build assembled by ring3-as (rewritten, insert). Kbuild does not know that the assembler
+# changed, so a new ring3-as cleans the objects (every one of them went through the old rewriter).
+define guest_ring3as_variant
+$(call guest_variant,$(1),$(BIN)/ring3-as)
+$(GUEST_DIR)/$(1)/vmlinux: $(GUEST_DIR)/$(1)/.ring3-as.stamp
+$(GUEST_DIR)/$(1)/.ring3-as.stamp: $(BIN)/ring3-as | $(GUEST_DIR)/$(1)/.ring3-config
+	+$$(call guest_kmake,$(1)) clean
+	touch $$@
+endef
 
+$(eval $(call guest_ring3as_variant,rewritten))
+$(eval $(call guest_ring3as_variant,insert))
 $(eval $(call guest_variant,plain,))
 
 $(GUEST_DIR)/vmlinux: $(GUEST_DIR)/rewritten/vmlinux
@@ -80,23 +88,36 @@ $(GUEST_DIR)/bzImage: $(GUEST_DIR)/rewritten/arch/x86/boot/bzImage
 	ln -f $< $@
 $(GUEST_DIR)/bzImage-plain: $(GUEST_DIR)/plain/arch/x86/boot/bzImage
 	ln -f $< $@
+$(GUEST_DIR)/vmlinux-insert: $(GUEST_DIR)/insert/vmlinux
+	ln -f $< $@
+$(GUEST_DIR)/bzImage-insert: $(GUEST_DIR)/insert/arch/x86/boot/bzImage
+	ln -f $< $@
 
 # The audit lists every sensitive instruction left unrewritten; the build fails unless none is.
 # The vDSO is audited too: vmlinux holds it only as data, and guest processes run it (every
 # way __kernel_vsyscall's alternatives can choose must be rewritten).
-GUEST_VDSO := $(GUEST_DIR)/rewritten/arch/x86/entry/vdso/vdso32.so.dbg
-$(GUEST_DIR)/audit.txt: $(GUEST_DIR)/vmlinux $(BIN)/ring3 $(GUEST_ALLOW)
-	$(BIN)/ring3 audit --allow $(GUEST_ALLOW) $< > $@.tmp 2>&1 || { cat $@.tmp; rm -f $@.tmp; exit 1; }
-	grep -qw '0 unrewritten sensitive instructions' $@.tmp || { cat $@.tmp; rm -f $@.tmp; exit 1; }
-	$(BIN)/ring3 audit $(GUEST_VDSO) > $@.vdso 2>&1 || { cat $@.vdso; rm -f $@.tmp $@.vdso; exit 1; }
-	sed 's/^/vdso32: /' $@.vdso >> $@.tmp && rm -f $@.vdso
-	mv $@.tmp $@
+# guest_audit(output, vmlinux, variant, audit options): the insert build is audited with
+# --insert, which accepts a sensitive unprivileged instruction only behind its marker.
+define guest_audit
+$(1): $(2) $(BIN)/ring3 $(GUEST_ALLOW)
+	$(BIN)/ring3 audit $(4) --allow $(GUEST_ALLOW) $$< > $$@.tmp 2>&1 || { cat $$@.tmp; rm -f $$@.tmp; exit 1; }
+	grep -qw '0 unrewritten sensitive instructions' $$@.tmp || { cat $$@.tmp; rm -f $$@.tmp; exit 1; }
+	$(BIN)/ring3 audit $(4) $(GUEST_DIR)/$(3)/arch/x86/entry/vdso/vdso32.so.dbg > $$@.vdso 2>&1 || \
+	    { cat $$@.vdso; rm -f $$@.tmp $$@.vdso; exit 1; }
+	sed 's/^/vdso32: /' $$@.vdso >> $$@.tmp && rm -f $$@.vdso
+	mv $$@.tmp $$@
+endef
+$(eval $(call guest_audit,$(GUEST_DIR)/audit.txt,$(GUEST_DIR)/vmlinux,rewritten,))
+$(eval $(call guest_audit,$(GUEST_DIR)/audit-insert.txt,$(GUEST_DIR)/vmlinux-insert,insert,--insert))
 
 guest-kernel: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit.txt $(GUEST_DIR)/bzImage
 	@grep -w 'unrewritten sensitive instructions' $(GUEST_DIR)/audit.txt
 
 guest-kernel-plain: $(GUEST_DIR)/vmlinux-plain $(GUEST_DIR)/bzImage-plain
 
-# tests/test_guest_kernel.py and tests/test_linux.py need the rewritten kernel; the QEMU
-# differential test in tests/test_linux.py needs the plain one.
-TEST_DEPS += guest-kernel guest-kernel-plain
+guest-kernel-insert: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit-insert.txt $(GUEST_DIR)/bzImage-insert
+	@grep -w 'unrewritten sensitive instructions' $(GUEST_DIR)/audit-insert.txt
+
+# tests/test_guest_kernel.py and tests/test_linux.py need the rewritten kernel; the
+# differential tests in tests/test_linux.py need the plain one (QEMU) and the insert one.
+TEST_DEPS += guest-kernel guest-kernel-plain guest-kernel-insert

@@ -69,6 +69,24 @@ def test_guest_kernel_is_rewritten_and_audits_clean():
     assert "-B" + str(ROOT / "build" / "asbin") + "/" in cmd
 
 
+def test_insert_kernel_is_marked_and_audits_clean_in_insert_mode():
+    """make guest-kernel-insert: the same source through ring3-as --ring3-mode=insert. The
+    audit (--insert) accepts a sensitive unprivileged instruction only behind its marker."""
+    text = (ROOT / "mk" / "guest.mk").read_text()
+    assert re.search(r"^TEST_DEPS\s*\+=.*\bguest-kernel-insert\b", text, re.M)
+    r = make("guest-kernel-insert")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    audit = (GUEST / "audit-insert.txt").read_text()
+    assert re.search(r"^(?<![0-9])0 unrewritten sensitive instructions", audit, re.M), audit
+    assert re.search(r"^vdso32: 0 unrewritten sensitive instructions", audit, re.M), audit
+    cmd = (GUEST / "insert" / "init" / ".main.o.cmd").read_text()
+    assert "-B" + str(ROOT / "build" / "asbin") + "/" in cmd and "--ring3-mode=insert" in cmd
+    # Markers (ud1 %edi,%edi), and no call into the entry table (call *%cs:0xffff00NN).
+    code = (GUEST / "vmlinux-insert").read_bytes()
+    assert code.count(bytes.fromhex("0fb9ff")) > 500     # 927 in 6.12 with our configuration
+    assert not re.search(rb"\x2e\xff\x15[\x00-\xfc]\x00\xff\xff", code)
+
+
 def test_guest_kernel_rebuild_with_nothing_changed_does_nothing():
     # Up to the link, not the audit: this is about the recipe being incremental.
     assert make(str(GUEST.relative_to(ROOT) / "vmlinux")).returncode == 0

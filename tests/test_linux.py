@@ -1,7 +1,8 @@
 """Linux 6.12 i386 (build/guest/bzImage, assembled by ring3-as) with the busybox initramfs.
 
 Each test boots the default kernel with `ring3 run --cmd`, which runs one shell command in the
-guest and exits with its status, and asserts on what the guest printed.
+guest and exits with its status, and asserts on what the guest printed. The differential tests
+at the end compare it with the plain kernel under QEMU, and with the kernel built in insert mode.
 """
 import os
 import subprocess
@@ -211,3 +212,19 @@ def test_same_output_as_qemu():
         want_out, want_status = want.output, want.status
         p = guest(command)
         assert (p.stdout, p.returncode) == (want_out, want_status), command
+
+
+INSERT_KERNEL = ROOT / "build" / "guest" / "bzImage-insert"
+INITRAMFS = ROOT / "build" / "guest" / "initramfs.cpio.gz"     # what the default kernel boots
+
+
+def test_insert_mode_kernel_matches_rewritten():
+    """The kernel built in insert mode (make guest-kernel-insert: its sensitive instructions
+    trap, and the monitor decodes each with Capstone) prints what the rewritten kernel prints,
+    and exits with the same status, for each differential command."""
+    assert INSERT_KERNEL.exists(), "make guest-kernel-insert builds it"
+    for command in DIFFERENTIAL:
+        want = guest(command)
+        got = guest(command, "--initrd", str(INITRAMFS), str(INSERT_KERNEL))
+        assert (got.stdout, got.returncode) == (want.stdout, want.returncode), \
+            f"{command}\nstderr: {got.stderr}"
