@@ -13,6 +13,7 @@
 
 #include "insert.h"
 #include "runtime.h"
+#include "stats.h"
 #include "vcpu.h"
 
 #define PAGE_SIZE 0x1000u
@@ -41,6 +42,8 @@ bool insert_emulate(struct vcpu *v, bool undefined_opcode)
     uint8_t code[FETCH_MAX];
     struct insert_site site;
 
+    if (!undefined_opcode && v->cpl != 0)
+        return false;               /* only a marker (#UD) makes a trap at CPL 3 insert mode's */
     insert_open(v);
     /* The bytes up to the end of the page first: a short instruction at the end of a page
      * must not fault on the next one. Only an instruction that goes on there reads it. */
@@ -57,7 +60,9 @@ bool insert_emulate(struct vcpu *v, bool undefined_opcode)
             TRACE(v, "insert: no sensitive instruction after the marker at %08x", eip);
         return false;       /* the host's fault stands: the marker's own #UD, or the #GP */
     }
-    TRACE(v, "insert: entry %02x at %08x desc %08x aux %08x", site.entry, eip, site.desc, site.aux);
+    TRACE(v, "insert: %s at %08x desc %08x aux %08x", emulate_entry_name(site.entry), eip, site.desc,
+          site.aux);
+    stats_insert(site.entry);
     v->sh->eip = eip + site.len;    /* the entries act as from after the instruction */
     r3_signal_reload_state = 1;     /* it may load FS or GS (mov, lfs, iret...), or EFLAGS.ID (popf) */
     emulate_entry(v, site.entry, site.desc, site.aux);

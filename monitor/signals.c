@@ -136,8 +136,11 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         host_took_sysenter(v);
         return;
     }
-    if ((sig == SIGILL || (sig == SIGSEGV && trapno == TRAP_GP)) && insert_emulate(v, sig == SIGILL))
-        return;
+    if (sig == SIGILL || (sig == SIGSEGV && trapno == TRAP_GP)) {
+        signal_kind = STAT_INSERT;
+        if (insert_emulate(v, sig == SIGILL))
+            return;
+    }
     switch (sig) {
     case SIGSEGV:
     case SIGBUS:

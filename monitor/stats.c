@@ -17,7 +17,7 @@ struct counter {
 };
 
 static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes;
-static uint64_t exceptions[32], interrupts[256];
+static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
 
 static const char *const signal_names[STAT_SIGNAL_KINDS] = {
@@ -28,6 +28,7 @@ static const char *const signal_names[STAT_SIGNAL_KINDS] = {
     [STAT_GP] = "#GP: in/out, cpuid or guest #GP (SIGSEGV)",
     [STAT_SYSCALL] = "int $n or sysenter of a process (SIGSYS)",
     [STAT_ILLEGAL] = "sysenter (AMD) or #UD (SIGILL)",
+    [STAT_INSERT] = "insert-mode instruction (SIGILL, SIGSEGV)",
     [STAT_TRAP] = "int3, into, single step (SIGTRAP)",
     [STAT_MATH] = "math fault (SIGFPE)",
     [STAT_TIMER] = "device deadline (SIGALRM)",
@@ -49,6 +50,7 @@ static void add(struct counter *c, uint64_t t0)
 void stats_add_gate(unsigned entry, uint64_t t0) { add(&gates[entry % R3_ENTRY_COUNT], t0); }
 void stats_add_signal(enum stat_signal kind, uint64_t t0) { add(&signals[kind], t0); }
 void stats_add_cr3(uint64_t t0) { add(&cr3_writes, t0); }
+void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
 
@@ -77,6 +79,8 @@ void stats_report(FILE *f, double seconds_in_all)
     fprintf(f, "  %-9s %-42s %10s %10s %9s\n", "kind", "event", "count", "total ms", "mean us");
     for (unsigned i = 0; i < R3_ENTRY_COUNT; i++)
         row(f, "gate", emulate_entry_name(i), gates[i].count, &gates[i].ticks);
+    for (unsigned i = 0; i < R3_ENTRY_COUNT; i++)
+        row(f, "insert", emulate_entry_name(i), inserts[i], NULL);
     for (unsigned i = 0; i < STAT_SIGNAL_KINDS; i++)
         row(f, "signal", signal_names[i], signals[i].count, &signals[i].ticks);
     row(f, "mmu", "cr3 write (host mappings dropped)", cr3_writes.count, &cr3_writes.ticks);

@@ -16,6 +16,7 @@ enum stat_signal {
     STAT_GP,                /* #GP: an I/O instruction, cpuid, or the guest's #GP */
     STAT_SYSCALL,           /* SIGSYS: int $n or sysenter by a guest process */
     STAT_ILLEGAL,           /* SIGILL: sysenter on AMD, or the guest's #UD */
+    STAT_INSERT,            /* SIGILL or #GP: an instruction of an insert-mode kernel */
     STAT_TRAP,              /* SIGTRAP: int3, into, single step */
     STAT_MATH,              /* SIGFPE */
     STAT_TIMER,             /* SIGALRM: a device deadline */
@@ -27,6 +28,7 @@ extern bool stats_enabled;
 
 void stats_init(void);
 void stats_add_gate(unsigned entry, uint64_t t0);
+void stats_add_insert(unsigned entry);
 void stats_add_signal(enum stat_signal kind, uint64_t t0);
 void stats_add_exception(unsigned vector);
 void stats_add_interrupt(unsigned vector);
@@ -37,6 +39,8 @@ static inline uint64_t stats_start(void) { return stats_enabled ? __rdtsc() : 0;
 
 /* Each records one event ended now, when --stats is on. */
 static inline void stats_gate(unsigned entry, uint64_t t0) { if (stats_enabled) stats_add_gate(entry, t0); }
+/* An entry emulated for an insert-mode trap; its time counts under STAT_INSERT. */
+static inline void stats_insert(unsigned entry) { if (stats_enabled) stats_add_insert(entry); }
 static inline void stats_signal(enum stat_signal k, uint64_t t0) { if (stats_enabled) stats_add_signal(k, t0); }
 static inline void stats_exception(unsigned vector) { if (stats_enabled) stats_add_exception(vector); }
 static inline void stats_interrupt(unsigned vector) { if (stats_enabled) stats_add_interrupt(vector); }

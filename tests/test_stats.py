@@ -43,6 +43,25 @@ def test_linux_getpid_counts():
     assert all(ms is None or ms >= 0 for _, ms in rows.values()), rows
 
 
+def test_insert_kernel_counts_traps_by_entry_and_no_gate():
+    """The kernel built in insert mode has no call sites: each sensitive instruction traps, and
+    the table counts them by entry. A getpid through the vDSO is its marked sysenter and the
+    kernel's sysexit, which faults by itself."""
+    n = 300
+    kernel = ROOT / "build" / "guest" / "bzImage-insert"
+    initrd = ROOT / "build" / "guest" / "initramfs.cpio.gz"
+    p = subprocess.run([RING3, "run", "--stats", "--initrd", str(initrd), "--cmd", f"getpid {n}",
+                        str(kernel)], capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"getpid: {n} calls"), p.stdout
+    rows = stats_of(p.stderr)
+    assert rows[("insert", "SYSENTER")][0] >= n, rows
+    assert rows[("insert", "SYSEXIT")][0] >= n, rows
+    assert rows[("signal", "insert-mode instruction (SIGILL, SIGSEGV)")][0] >= 2 * n, rows
+    assert not [event for kind, event in rows if kind == "gate"], rows
+
+
 def test_no_table_without_the_option():
     p = subprocess.run([RING3, "run", "--cmd", "true"], capture_output=True, text=True,
                        timeout=120, stdin=subprocess.DEVNULL)
