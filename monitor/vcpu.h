@@ -267,9 +267,9 @@ uint32_t cpu_tsc_khz(void);
  * guest called from, then checks for interrupts before returning. */
 void emulate_gate(void);
 
-/* Emulate entry (entry) with operands (desc, aux) at a site whose first
- * byte is (site) and which ends at (next). Used by the gate and, for the
- * insert mode, by the SIGILL handler after decoding. */
+/* Emulate entry (entry) with operands (desc, aux): sh->eip is already past
+ * the instruction, fault_eip at its first byte. Used by the gate and, for
+ * insert mode, by insert_emulate after decoding. */
 void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux);
 
 /* The ABI name of (entry), e.g. "SYSENTER". */
