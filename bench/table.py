@@ -40,7 +40,7 @@ PROGRAMS = {
 }
 BOOT = ("boot", "s", "boot to the first guest process")
 ROWS = [r for _, results in PROGRAMS.values() for r in results] + [BOOT]
-FIRST_ENVS = ["native", "ring3", "qemu_tcg", "qemu_kvm"]    # then the others, by name
+FIRST_ENVS = ["native", "ring3", "ring3_insert", "qemu_tcg", "qemu_kvm"]    # then the others, by name
 UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 MAX_COUNT = 2**31 - 1       # the programs' count is an i386 long
 RESULT_LINE = re.compile(r"^RESULT (\S+) (\S+) (ns|us|ms)$")

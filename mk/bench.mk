@@ -39,7 +39,7 @@ $(eval $(call BENCH_VARIANT,plain,$(CC)))
 $(eval $(call BENCH_VARIANT,ring3,$(CC) -B $(B)/asbin/))
 
 .PHONY: bench
-bench: all guest-kernel guest-kernel-plain initramfs bench-programs $(B)/bench/plain/events.elf $(B)/bench/ring3/events.elf
+bench: all guest-kernel guest-kernel-plain guest-kernel-insert initramfs bench-programs $(B)/bench/plain/events.elf $(B)/bench/ring3/events.elf
 	$(PYTHON) bench/table.py
 	$(PYTHON) bench/run.py
 
