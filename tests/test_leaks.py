@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, run
+from conftest import BUILD, ROOT, make, run
 
 RING3 = BUILD / "bin" / "ring3"
 
@@ -28,7 +28,7 @@ def sample(pid):
 ])
 def test_no_leaks(guest, append):
     elf = BUILD / "testguests" / "ring3" / f"{guest}.elf"
-    run(["make", "-s", str(RING3), str(elf)], cwd=ROOT)
+    make(RING3, elf)
     p = subprocess.Popen([str(RING3), "run", "--append", append, str(elf)],
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     samples = []

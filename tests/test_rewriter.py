@@ -6,7 +6,7 @@ import sys
 import capstone
 import pytest
 
-from conftest import BUILD, ROOT, run
+from conftest import BUILD, ROOT, make, run
 
 sys.path.insert(0, str(ROOT / "rewriter"))
 from ring3as import abi, rules  # noqa: E402
@@ -20,7 +20,7 @@ UPDATE = os.environ.get("RING3_UPDATE_GOLDEN") == "1"
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    run(["make", "-s", str(AS), str(DECODE)], cwd=ROOT)
+    make(AS, DECODE)
 
 
 def rewrite_text(path, mode):

@@ -1,12 +1,12 @@
 """A guest that triple-faults: a register dump on stderr and exit status 3 (README)."""
 import subprocess
 
-from conftest import BUILD, ROOT, run
+from conftest import BUILD, ROOT, make, run
 
 
 def test_triple_fault_dumps_registers_and_exits_3(tmp_path):
     obj, elf = tmp_path / "triple.o", tmp_path / "triple.elf"
-    run(["make", "-s", str(BUILD / "bin" / "ring3"), str(BUILD / "bin" / "ring3-as")], cwd=ROOT)
+    make(BUILD / "bin" / "ring3", BUILD / "bin" / "ring3-as")
     run(["gcc", "-m32", f"-B{BUILD}/asbin/", "-c", str(ROOT / "tests/data/triple.S"), "-o", str(obj)])
     run(["ld", "-m", "elf_i386", "-N", "-Ttext=0x100000", "-o", str(elf), str(obj)])
     r = subprocess.run([str(BUILD / "bin" / "ring3"), "run", str(elf)], stdin=subprocess.DEVNULL,
