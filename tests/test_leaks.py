@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, make, run
+from conftest import BUILD, ROOT, make
 
 RING3 = BUILD / "bin" / "ring3"
 
