@@ -19,8 +19,14 @@ static uint32_t desc_of(unsigned kind, unsigned bytes, unsigned base, bool rep, 
 
 bool decode_io_instruction(struct vcpu *v)
 {
-    uint8_t code[16];
-    mmu_read(v, v->sh->eip, code, sizeof code, false);
+    uint8_t code[16] = {0};
+    /* The bytes up to the end of the page, and those after it only if that
+     * page is there: the CPU fetched the whole instruction before its #GP,
+     * and the bytes after a short one must not raise a #PF of their own. */
+    uint32_t eip = v->sh->eip, avail = 0x1000 - (eip & 0xFFF);
+    if (avail >= sizeof code || mmu_readable(v, eip + avail))
+        avail = sizeof code;
+    mmu_read(v, eip, code, avail, false);
     unsigned i = 0, opsize = 4, seg = 0;
     bool rep = false;
     for (; i < 15; i++) {

@@ -271,6 +271,12 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
     return true;
 }
 
+bool mmu_readable(struct vcpu *v, uint32_t linear)
+{
+    struct walk w;
+    return walk(v, linear, false, v->cpl == 3, false, &w) == 0;
+}
+
 bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
 {
     return fill(v, linear, access, false);

@@ -158,12 +158,15 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
         }
         if (trapno == TRAP_AC)
             vcpu_raise(v, VEC_AC, 0);
+        /* An I/O instruction or cpuid (with CPUID faulting) first: emulated,
+         * they need no retry, which would drop every supervisor mapping. */
+        signal_kind = STAT_GP;
+        if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v))
+            return;
         signal_kind = STAT_LIMIT_RETRY;
         if ((trapno == TRAP_GP || trapno == TRAP_SS) && err == 0 && mmu_user_unlimit(v))
             return;             /* past the user segment limit: retry as paging alone says */
         signal_kind = STAT_GP;
-        if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v))
-            return;
         vcpu_raise(v, VEC_GP, trapno == TRAP_GP ? (int)(err & 0xFFFF) : 0);
     case SIGILL: {
         signal_kind = STAT_ILLEGAL;

@@ -221,6 +221,9 @@ void mmu_write16(struct vcpu *v, uint32_t linear, uint16_t value);
 bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access);
 int mmu_fault_error(struct vcpu *v, uint32_t linear, enum mmu_access access, bool supervisor);
 
+/* Whether the current CPL may read (linear) now; changes no flag. */
+bool mmu_readable(struct vcpu *v, uint32_t linear);
+
 /* Map the page holding (linear) for a read at the current CPL if the guest's
  * page tables now allow it, without a host fault first; nothing if not. For
  * the access a guest page-fault handler is about to retry. Sets only the
