@@ -1,0 +1,524 @@
+/* The monitor's side of the stub processes (host.h): start them, hand them work, wait for their events, end them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/audit.h>
+#include <linux/futex.h>
+#include <linux/seccomp.h>
+
+#include "host.h"
+
+#define POOL_SIZE      2
+#define READY_NS       2000000000ull   /* a stub that is not ready by then is rejected */
+#define MAP_NS         1000000000ull   /* a map hand-off that takes longer kills the stub */
+#define PREEMPT_NS     1000000000ull   /* a preempted stub silent for that long is killed */
+#define SPIN_NS        30000ull        /* stub_wait spins this long before it sleeps */
+#define SLICE_NS       10000000ull     /* ... and sleeps in slices of at most this */
+
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_OFF 0
+#endif
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x10
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC 4
+#endif
+
+struct stub {
+    pid_t pid;
+    int pidfd, sock, listener;          /* sock: until READY */
+    struct stub_ctl *ctl;
+    uint64_t map_site;                  /* from READY, before any guest code ran */
+    uint64_t started_ns, preempt_ns;
+    bool ready, dead;
+    uint32_t nmap, nunmap, ntls;
+    struct stub_range map[STUB_MAX_RANGES], unmap[STUB_MAX_RANGES];
+    struct stub_tls tls[3];
+    struct stub *next;                  /* every stub, for the exit handler */
+};
+
+extern const char ring3_stub_image[], ring3_stub_image_end[];   /* stub/blob.S */
+
+static int guest_memfd = -1, image_fd = -1;
+static size_t xsave_size;
+static struct seccomp_notif_sizes notif_sizes;
+static struct stub *pool[POOL_SIZE];
+static struct stub *all_stubs;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void kill_stub(struct stub *s)
+{
+    if (s->pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+    s->dead = true;
+}
+
+static void kill_all(void)
+{
+    for (struct stub *s = all_stubs; s; s = s->next)
+        kill_stub(s);
+}
+
+/* ---- starting a stub ---- */
+
+struct child_args { int image, ctl, sock; };
+
+/* Runs in the child of clone(CLONE_VM | CLONE_VFORK), on the monitor's memory until execveat:
+ * raw system calls only, nothing the monitor could notice. The monitor's signal handlers,
+ * signal mask and Syscall User Dispatch must not reach the stub. */
+static int child_main(void *p)
+{
+    const struct child_args *a = p;
+    syscall(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
+    struct { unsigned long handler, flags, restorer, mask; } dfl = { 0, 0, 0, 0 };   /* SIG_DFL */
+    for (int sig = 1; sig <= 64; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
+    stack_t ss = { .ss_flags = SS_DISABLE };
+    syscall(SYS_sigaltstack, &ss, NULL);
+    if (syscall(SYS_dup3, a->ctl, STUB_FD_CTL, 0) < 0 || syscall(SYS_dup3, a->sock, STUB_FD_SOCK, 0) < 0)
+        syscall(SYS_exit_group, 126);
+    syscall(SYS_close_range, 0, 2, 0);
+    syscall(SYS_close_range, STUB_FD_SOCK + 1, ~0u, CLOSE_RANGE_CLOEXEC);   /* the image fd must live to execveat */
+    unsigned long none = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+    char *argv[] = { "ring3-stub", NULL }, *envp[] = { NULL };
+    syscall(SYS_execveat, a->image, "", argv, envp, AT_EMPTY_PATH);
+    syscall(SYS_exit_group, 127);
+    return 127;
+}
+
+static struct stub *start_stub(void)
+{
+    static char child_stack[32768] __attribute__((aligned(64)));   /* CLONE_VFORK: one child at a time */
+    struct stub *s = calloc(1, sizeof *s);
+    int ctlfd = -1, sv[2] = { -1, -1 };
+    struct child_args a = { image_fd, -1, -1 };
+    if (!s)
+        return NULL;
+    s->pidfd = s->sock = s->listener = -1;
+    s->ctl = MAP_FAILED;
+    ctlfd = memfd_create("ring3-stub-ctl", MFD_CLOEXEC);
+    if (ctlfd < 0 || ftruncate(ctlfd, STUB_CTL_SIZE) < 0)
+        goto fail;
+    s->ctl = mmap(NULL, STUB_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, ctlfd, 0);
+    if (s->ctl == MAP_FAILED || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        goto fail;
+    /* above the child's target descriptors, so that dup3 cannot clobber one with the other */
+    a.ctl = fcntl(ctlfd, F_DUPFD_CLOEXEC, 10);
+    a.sock = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+    if (a.ctl < 0 || a.sock < 0)
+        goto fail;
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);   /* no monitor handler may run in the child */
+    int pidfd = -1;
+    pid_t pid = clone(child_main, child_stack + sizeof child_stack,
+                      CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &a, &pidfd);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        goto fail;
+    s->pid = pid;
+    s->pidfd = pidfd;
+    s->sock = sv[0];
+    sv[0] = -1;
+    s->started_ns = now_ns();
+    close(a.ctl);
+    close(a.sock);
+    close(sv[1]);
+    close(ctlfd);
+    s->next = all_stubs;
+    all_stubs = s;
+    return s;
+fail:
+    fprintf(stderr, "ring3: cannot start a stub process: %s\n", strerror(errno));
+    if (a.ctl >= 0) close(a.ctl);
+    if (a.sock >= 0) close(a.sock);
+    if (sv[0] >= 0) close(sv[0]);
+    if (sv[1] >= 0) close(sv[1]);
+    if (ctlfd >= 0) close(ctlfd);
+    if (s->ctl != MAP_FAILED) munmap(s->ctl, STUB_CTL_SIZE);
+    free(s);
+    return NULL;
+}
+
+/* The READY report: the listener over the socket, then the control area's READY event. */
+static bool wait_ready(struct stub *s)
+{
+    const char *why = "it did not report ready within 2 s";
+    for (;;) {
+        uint64_t t = now_ns();
+        if (t >= s->started_ns + READY_NS)
+            goto fail;
+        struct pollfd p = { s->sock, POLLIN, 0 };
+        int n = poll(&p, 1, (int)((s->started_ns + READY_NS - t) / 1000000 + 1));
+        if (n < 0 && errno != EINTR)
+            goto fail;
+        if (n > 0)
+            break;
+    }
+    char byte;
+    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } cm;
+    struct iovec iov = { &byte, 1 };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf };
+    why = "it exited during start-up";
+    if (recvmsg(s->sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+        goto fail;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+        goto fail;
+    memcpy(&s->listener, CMSG_DATA(c), sizeof(int));
+    close(s->sock);
+    s->sock = -1;
+    /* the stub writes READY right after sending the listener */
+    why = "it sent no READY event";
+    while (__atomic_load_n(&s->ctl->state, __ATOMIC_ACQUIRE) != STUB_EVENT) {
+        if (now_ns() >= s->started_ns + READY_NS)
+            goto fail;
+        usleep(50);
+    }
+    uint64_t site = s->ctl->map_site;
+    why = "its READY event is malformed";
+    if (s->ctl->kind != STUB_EV_READY || site < STUB_TEXT_ADDR || site >= STUB_TEXT_END)
+        goto fail;
+    s->map_site = site;
+    s->ready = true;
+    return true;
+fail:;
+    int st;
+    if (waitpid(s->pid, &st, WNOHANG) == s->pid && WIFEXITED(st))
+        fprintf(stderr, "ring3: stub process %d rejected: %s (exit status %d)\n", s->pid, why, WEXITSTATUS(st));
+    else
+        fprintf(stderr, "ring3: stub process %d rejected: %s\n", s->pid, why);
+    kill_stub(s);
+    return false;
+}
+
+int stubs_init(int memfd, size_t xsize)
+{
+    if (xsize > STUB_FPU_MAX || xsize < 576) {
+        fprintf(stderr, "ring3: stubs: an XSAVE image of %zu bytes does not fit the control area\n", xsize);
+        return -1;
+    }
+    uint32_t action = SECCOMP_RET_USER_NOTIF;
+    if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0 ||
+        syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &notif_sizes) != 0) {
+        fprintf(stderr, "ring3: stubs need seccomp user notification (Linux 5.9 or later): %s\n", strerror(errno));
+        return -1;
+    }
+    guest_memfd = memfd;
+    xsave_size = xsize;
+    /* vm.memfd_noexec may ask for MFD_EXEC (Linux 6.3); older kernels reject the flag */
+    image_fd = memfd_create("ring3-stub", MFD_CLOEXEC | MFD_EXEC);
+    if (image_fd < 0 && errno == EINVAL)
+        image_fd = memfd_create("ring3-stub", MFD_CLOEXEC);
+    size_t len = (size_t)(ring3_stub_image_end - ring3_stub_image);
+    if (image_fd < 0 || write(image_fd, ring3_stub_image, len) != (ssize_t)len) {
+        fprintf(stderr, "ring3: stubs: cannot write the stub image to a memfd: %s\n", strerror(errno));
+        return -1;
+    }
+    /* above the descriptors a child sets up (STUB_FD_CTL, STUB_FD_SOCK) before its execveat */
+    int high = fcntl(image_fd, F_DUPFD_CLOEXEC, 10);
+    if (high < 0) {
+        fprintf(stderr, "ring3: stubs: %s\n", strerror(errno));
+        return -1;
+    }
+    close(image_fd);
+    image_fd = high;
+    atexit(kill_all);
+    for (int i = 0; i < POOL_SIZE; i++)
+        pool[i] = start_stub();
+    return 0;
+}
+
+struct stub *stub_create(void)
+{
+    for (int tries = 0; tries < POOL_SIZE + 1; tries++) {
+        struct stub *s = pool[0];
+        memmove(pool, pool + 1, sizeof pool[0] * (POOL_SIZE - 1));
+        pool[POOL_SIZE - 1] = start_stub();
+        if (!s)
+            continue;
+        if (wait_ready(s))
+            return s;
+        stub_destroy(s);
+    }
+    fprintf(stderr, "ring3: no stub process could be started\n");
+    return NULL;
+}
+
+void stub_destroy(struct stub *s)
+{
+    if (!s)
+        return;
+    kill_stub(s);
+    waitpid(s->pid, NULL, 0);
+    for (struct stub **p = &all_stubs; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    if (s->pidfd >= 0) close(s->pidfd);
+    if (s->sock >= 0) close(s->sock);
+    if (s->listener >= 0) close(s->listener);
+    munmap(s->ctl, STUB_CTL_SIZE);
+    free(s);
+}
+
+int stub_pid(const struct stub *s) { return s->pid; }
+uint64_t stub_map_site(const struct stub *s) { return s->map_site; }
+
+/* ---- queued changes ---- */
+
+bool stub_queue_unmap(struct stub *s, uint32_t linear, uint32_t pages)
+{
+    if (s->nunmap >= STUB_MAX_RANGES)
+        return false;
+    s->unmap[s->nunmap++] = (struct stub_range){ .linear = linear, .pages = pages };
+    return true;
+}
+
+bool stub_queue_map(struct stub *s, uint32_t linear, uint64_t gpa, uint32_t pages, int prot)
+{
+    if (s->nmap >= STUB_MAX_RANGES)
+        return false;
+    s->map[s->nmap++] = (struct stub_range){ .linear = linear, .pages = pages, .offset = gpa, .prot = (uint32_t)prot };
+    return true;
+}
+
+void stub_queue_tls(struct stub *s, const struct stub_tls *d)
+{
+    uint32_t i = 0;
+    while (i < s->ntls && s->tls[i].entry_number != d->entry_number)
+        i++;
+    if (i == 3)
+        i = 2;
+    s->tls[i] = *d;
+    if (i == s->ntls)
+        s->ntls++;
+}
+
+/* ---- seccomp user notifications (seccomp_unotify(2)) ---- */
+
+static void respond(int listener, uint64_t id, int error)
+{
+    struct seccomp_notif_resp resp = { .id = id, .error = error ? -error : 0, .val = 0, .flags = 0 };
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+/* Receives one notification into (n) (notif_sizes.seccomp_notif bytes). false: none. */
+static bool recv_notif(struct stub *s, struct seccomp_notif *n)
+{
+    memset(n, 0, notif_sizes.seccomp_notif);    /* NOTIF_RECV wants a zeroed buffer */
+    return ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, n) == 0;
+}
+
+static struct seccomp_notif *notif_buf(void)
+{
+    static union { struct seccomp_notif n; char buf[512]; } b;
+    return notif_sizes.seccomp_notif <= sizeof b ? &b.n : NULL;
+}
+
+/* Answers every pending notification with EPERM: none is expected outside a map hand-off. */
+static void deny_notifications(struct stub *s)
+{
+    struct seccomp_notif *n = notif_buf();
+    struct pollfd p = { s->listener, POLLIN, 0 };
+    while (n && poll(&p, 1, 0) > 0 && (p.revents & POLLIN) && recv_notif(s, n))
+        respond(s->listener, n->id, EPERM);
+}
+
+/* The checked map hand-off of protocol.h. 0, or -1 (the stub is to be killed). */
+static int serve_map(struct stub *s)
+{
+    struct seccomp_notif *n = notif_buf();
+    uint64_t deadline = now_ns() + MAP_NS;
+    if (!n)
+        return -1;
+    for (;;) {
+        uint64_t t = now_ns();
+        if (t >= deadline)
+            return -1;
+        struct pollfd p[2] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 } };
+        int k = poll(p, 2, (int)((deadline - t) / 1000000 + 1));
+        if (k < 0 && errno != EINTR)
+            return -1;
+        if (k <= 0)
+            continue;
+        if (p[1].revents)
+            return -1;                  /* the stub died */
+        if (p[0].revents & (POLLHUP | POLLERR))
+            return -1;
+        if (!recv_notif(s, n))
+            continue;                   /* ENOENT: the caller went away meanwhile */
+        /* the instruction pointer of a system call is the address after `syscall` (0f 05) */
+        if (n->pid != (uint32_t)s->pid || n->data.nr != STUB_NR_MAP || n->data.arch != AUDIT_ARCH_X86_64 ||
+            n->data.instruction_pointer != s->map_site + 2) {
+            respond(s->listener, n->id, EPERM);
+            continue;
+        }
+        memcpy(s->ctl->map, s->map, sizeof s->map[0] * s->nmap);
+        s->ctl->nmap = s->nmap;
+        uint64_t id = n->id;
+        if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
+            return -1;
+        struct seccomp_notif_addfd add = { .id = n->id, .flags = SECCOMP_ADDFD_FLAG_SETFD,
+                                           .srcfd = (uint32_t)guest_memfd, .newfd = STUB_MEMFD, .newfd_flags = 0 };
+        if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) != STUB_MEMFD)
+            return -1;
+        respond(s->listener, n->id, 0);
+        return 0;
+    }
+}
+
+/* ---- running ---- */
+
+static void run(struct stub_ctl *c)
+{
+    __atomic_store_n(&c->state, STUB_RUN, __ATOMIC_SEQ_CST);   /* pairs with the stub's stub_sleeps store */
+    if (c->stub_sleeps)
+        syscall(SYS_futex, &c->state, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
+{
+    struct stub_ctl *c = s->ctl;
+    if (s->dead || !s->ready)
+        return -1;
+    uint32_t cmd = 0;
+    c->r = *r;
+    memcpy(c->unmap, s->unmap, sizeof s->unmap[0] * s->nunmap);
+    c->nunmap = s->nunmap;
+    s->nunmap = 0;
+    if (s->ntls) {
+        memcpy(c->tls, s->tls, sizeof s->tls[0] * s->ntls);
+        c->ntls = s->ntls;
+        s->ntls = 0;
+        cmd |= STUB_CMD_TLS;
+    }
+    if (xsave) {
+        memcpy(STUB_CTL_FPU(c), xsave, xsave_size);
+        cmd |= STUB_CMD_FPU;
+    }
+    if (s->nmap) {
+        c->nmap = 0;                    /* written only once the stub is proven at its map site */
+        cmd |= STUB_CMD_MAP;
+    }
+    c->cmd = cmd;
+    run(c);
+    if (cmd & STUB_CMD_MAP) {
+        int rc = serve_map(s);
+        s->nmap = 0;
+        if (rc < 0) {
+            kill_stub(s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
+{
+    const struct stub_ctl *c = s->ctl;
+    ev->kind = c->kind;
+    ev->entry = c->entry;
+    ev->sig = c->sig;
+    ev->si_code = c->si_code;
+    ev->addr = c->addr;
+    ev->trapno = c->trapno;
+    ev->err = c->err;
+    ev->fsbase = c->fsbase;
+    ev->gsbase = c->gsbase;
+    ev->rip64 = c->rip64;
+    memcpy(&ev->r, (const void *)&c->r, sizeof ev->r);
+    if (xsave)
+        memcpy(xsave, STUB_CTL_FPU(c), xsave_size);
+    s->preempt_ns = 0;
+}
+
+enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stub_event *ev, void *xsave)
+{
+    struct stub_ctl *c = s->ctl;
+    if (s->dead || !s->ready)
+        return STUB_WAIT_DIED;
+    uint64_t t0 = now_ns(), t = t0;
+    while (t - t0 < SPIN_NS) {
+        for (int i = 0; i < 64; i++) {
+            if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == STUB_EVENT)
+                goto got;
+            __builtin_ia32_pause();
+        }
+        t = now_ns();
+    }
+    for (;;) {
+        c->monitor_sleeps = 1;
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        uint32_t v = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+        if (v == STUB_EVENT)
+            break;
+        t = now_ns();
+        if (deadline_ns && t >= deadline_ns) {
+            c->monitor_sleeps = 0;
+            return STUB_WAIT_TIMEOUT;
+        }
+        uint64_t slice = SLICE_NS;
+        if (deadline_ns && deadline_ns - t < slice)
+            slice = deadline_ns - t;
+        struct timespec ts = { 0, (long)slice };
+        /* not FUTEX_PRIVATE_FLAG: the word lives in memory shared with the stub. Waiting on the
+         * value just read keeps a forged state from turning this into a busy loop. */
+        if (syscall(SYS_futex, &c->state, FUTEX_WAIT, v, &ts, NULL, 0) < 0 && errno == EINTR) {
+            c->monitor_sleeps = 0;
+            return STUB_WAIT_TIMEOUT;
+        }
+        struct pollfd p[2] = { { s->pidfd, POLLIN, 0 }, { s->listener, POLLIN, 0 } };
+        if (poll(p, 2, 0) > 0) {
+            if (p[0].revents) {
+                s->dead = true;
+                c->monitor_sleeps = 0;
+                return STUB_WAIT_DIED;
+            }
+            if (p[1].revents & POLLIN)
+                deny_notifications(s);
+        }
+        if (s->preempt_ns && now_ns() - s->preempt_ns > PREEMPT_NS) {
+            kill_stub(s);               /* e.g. it blocked its signals with a forged rt_sigreturn frame */
+            c->monitor_sleeps = 0;
+            return STUB_WAIT_DIED;
+        }
+    }
+    c->monitor_sleeps = 0;
+got:
+    copy_event(s, ev, xsave);
+    return STUB_WAIT_EVENT;
+}
+
+void stub_preempt(struct stub *s)
+{
+    if (s->dead)
+        return;
+    syscall(SYS_pidfd_send_signal, s->pidfd, STUB_PREEMPT_SIG, NULL, 0);
+    if (!s->preempt_ns)
+        s->preempt_ns = now_ns();
+}

@@ -1,0 +1,76 @@
+/* The monitor's side of the stub processes: start, feed, wait for and end them (stub/host.c).
+ *
+ * Knows nothing of the guest: what to map and what an event means is the
+ * monitor's business (monitor/aspace.c). Everything read back from a stub is
+ * treated as hostile: a stub may be run by guest code.
+ */
+#ifndef RING3_STUB_HOST_H
+#define RING3_STUB_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol.h"
+
+struct stub;
+
+/* What a stub reported, copied out of its control area once. */
+struct stub_event {
+    unsigned kind;              /* STUB_EV_SIGNAL or STUB_EV_GATE */
+    unsigned entry;             /* STUB_EV_GATE: the ABI entry number (unchecked) */
+    int sig, si_code;
+    uint64_t addr, trapno, err;
+    uint64_t fsbase, gsbase;
+    uint64_t rip64;
+    struct stub_regs r;
+};
+
+/* Once, before the first stub: (guest_memfd) is guest physical memory, which
+ * a stub maps from; (xsave_size) the size of the XSAVE images exchanged
+ * (CPUID.(EAX=0DH,ECX=0):ECX), at most STUB_FPU_MAX. Returns 0, or -1 after
+ * printing one line that says why (e.g. no seccomp user notification). */
+int stubs_init(int guest_memfd, size_t xsave_size);
+
+/* A stub ready to run guest code, with nothing in its low 4 GiB but the
+ * runtime table. Taken from a pool of stubs started ahead of need; refills
+ * the pool without waiting. NULL (after a message) if none can be started. */
+struct stub *stub_create(void);
+
+/* Kill (s), reap it and free what it held. */
+void stub_destroy(struct stub *s);
+
+/* Changes carried out before guest code next runs in (s), unmaps first.
+ * Return false when the queue is full: stub_resume first, or unmap all. */
+bool stub_queue_unmap(struct stub *s, uint32_t linear, uint32_t pages);
+bool stub_queue_map(struct stub *s, uint32_t linear, uint64_t gpa, uint32_t pages, int prot);
+/* set_thread_area (i386 ABI) of (d) in the stub, for host GDT TLS entries 12-14. */
+void stub_queue_tls(struct stub *s, const struct stub_tls *d);
+
+/* Run guest code in (s) from (r) (cs 0x23), with the vector state (xsave,
+ * XSAVE standard format; NULL: keep the stub's own). Carries out the queued
+ * changes first; a map goes through the checked hand-off of protocol.h.
+ * Returns 0, or -1 when the stub did not follow the protocol or died (it is
+ * then killed; stub_destroy it). */
+int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave);
+
+enum stub_wait_result { STUB_WAIT_EVENT, STUB_WAIT_TIMEOUT, STUB_WAIT_DIED };
+
+/* Wait for the next event of (s), at most until (deadline_ns) on
+ * CLOCK_MONOTONIC (0: no limit); a host signal to the monitor ends the wait
+ * early as a timeout. Spins a little first, then sleeps: the monitor does not
+ * burn a core while guest code computes. On STUB_WAIT_EVENT fills (ev) and,
+ * when (xsave) is not NULL, copies the stub's vector state there. */
+enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stub_event *ev, void *xsave);
+
+/* Ask (s) for the CPU back: its guest code is interrupted and reported as a
+ * STUB_EV_SIGNAL with sig STUB_PREEMPT_SIG (unless another event came first). */
+void stub_preempt(struct stub *s);
+
+/* The host process id of (s), for messages. */
+int stub_pid(const struct stub *s);
+
+/* The address of (s)'s map site (reported at READY), for tests and messages. */
+uint64_t stub_map_site(const struct stub *s);
+
+#endif

@@ -1,0 +1,118 @@
+/* The control area shared by the monitor and one stub process: layout and hand-off rules.
+ *
+ * A stub is the host process a guest address space runs in (--isolation=process).
+ * It is a small static x86-64 program (stub/stub.c, stub/entry.S) linked above
+ * 4 GiB; the low 4 GiB of its address space hold only the pages of one guest
+ * process, which the monitor asked it to map. It never holds a descriptor of
+ * guest memory except between a checked hand-off and the close that follows
+ * (see "Mapping" below), and a seccomp filter leaves it a handful of system
+ * calls, so guest code that takes it over (64-bit mode, any byte of its code,
+ * any registers) reaches nothing but that process's pages.
+ *
+ * The control area is a memfd mapping at STUB_CTL_ADDR in the stub and
+ * anywhere in the monitor. Guest code can write it at any time, so the
+ * monitor reads every field of it as hostile input, once.
+ *
+ * Hand-off. `state` is a futex word (shared, not private):
+ *   monitor: writes r, the commands and fpu; state := STUB_RUN; wakes the
+ *            stub if stub_sleeps; waits (spinning, then FUTEX_WAIT with
+ *            monitor_sleeps set) for state == STUB_EVENT.
+ *   stub:    runs the commands, resumes guest code; on a host signal or a
+ *            gate call writes the event and r, state := STUB_EVENT, wakes
+ *            the monitor if monitor_sleeps, then waits for STUB_RUN likewise.
+ *
+ * Mapping. When cmd has STUB_CMD_MAP, the stub, before anything else, makes
+ * system call STUB_NR_MAP at its one map site. The seccomp filter sends that
+ * call to the monitor (user notification), which is proof that the stub's
+ * only task is stopped in the kernel at that site. The monitor checks the
+ * notification's instruction pointer against the map site the stub reported
+ * before any guest code ran, then writes map[] and nmap, installs the guest
+ * memory memfd as descriptor STUB_MEMFD (SECCOMP_IOCTL_NOTIF_ADDFD) and lets
+ * the call return 0. The code after the map site reads only constants and
+ * this area: it maps map[0..min(nmap, STUB_MAX_RANGES)) with MAP_SHARED |
+ * MAP_FIXED from STUB_MEMFD, closes STUB_MEMFD, and only then goes on. So
+ * the descriptor exists only while no guest code can run.
+ */
+#ifndef RING3_STUB_PROTOCOL_H
+#define RING3_STUB_PROTOCOL_H
+
+#define STUB_TEXT_ADDR  0x1000000000ull    /* the stub's image is linked here ... */
+#define STUB_TEXT_END   0x1000100000ull    /* ... and ends below this (the filter's "stub code") */
+#define STUB_CTL_ADDR   0x2000000000ull    /* the control area in the stub */
+#define STUB_CTL_SIZE   0x4000u
+#define STUB_FPU_OFF    0x1000u            /* the XSAVE image inside the control area */
+#define STUB_FPU_MAX    (STUB_CTL_SIZE - STUB_FPU_OFF)
+#define STUB_MEMFD      100                /* guest memory's descriptor, only while mapping */
+#define STUB_NR_MAP     39                 /* __NR_getpid: the map site's call, sent to the monitor */
+#define STUB_MAX_RANGES 64
+#define STUB_PREEMPT_SIG 10                /* SIGUSR1: the monitor wants the CPU back */
+
+/* Descriptors the monitor gives a new stub (stub_exec sets them up). */
+#define STUB_FD_CTL     3                  /* the control area's memfd; closed once mapped */
+#define STUB_FD_SOCK    4                  /* a socket: the seccomp listener goes back over it */
+
+/* state */
+#define STUB_STARTING   0                  /* the stub has not reported ready yet */
+#define STUB_RUN        1
+#define STUB_EVENT      2
+
+/* kind of event */
+#define STUB_EV_READY   1                  /* start-up done: map_site is valid; r is not */
+#define STUB_EV_SIGNAL  2                  /* a host signal in guest code: sig, si_code, addr, trapno, err */
+#define STUB_EV_GATE    3                  /* a gate call through the stub's runtime table: entry */
+
+/* cmd bits */
+#define STUB_CMD_MAP    0x1                /* take the memfd at the map site, map map[] */
+#define STUB_CMD_FPU    0x2                /* load the vector state from fpu[] (else: keep the stub's) */
+#define STUB_CMD_TLS    0x4                /* set_thread_area for tls[0..ntls) */
+#define STUB_CMD_EXIT   0x8                /* exit(0) */
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+/* A guest register state, 32-bit. sel: host selectors in sreg order es cs ss
+ * ds fs gs (in an event: as the CPU had them; cs 0x33 means guest code ran in
+ * 64-bit mode). On resume cs must be 0x23 and ss a data selector; the stub
+ * loads ds, es, fs and gs itself. */
+struct stub_regs {
+    uint32_t regs[8];           /* eax ecx edx ebx esp ebp esi edi, ModRM order */
+    uint32_t eip, eflags;
+    uint32_t sel[6];
+};
+
+struct stub_range {
+    uint32_t linear, pages;     /* guest linear address (page-aligned) and page count */
+    uint64_t offset;            /* map: offset in guest memory (the guest-physical address) */
+    uint32_t prot, pad;         /* map: PROT_* */
+};
+
+struct stub_tls {               /* the layout of the kernel's struct user_desc */
+    uint32_t entry_number, base_addr, limit, flags;
+};
+
+struct stub_ctl {
+    volatile uint32_t state;
+    volatile uint32_t monitor_sleeps;
+    volatile uint32_t stub_sleeps;
+    uint32_t cmd;
+    /* the event, stub -> monitor */
+    uint32_t kind, entry;
+    int32_t sig, si_code;
+    uint64_t addr;              /* si_addr */
+    uint64_t trapno, err;       /* from the signal frame */
+    uint64_t fsbase, gsbase;
+    uint64_t map_site;          /* STUB_EV_READY: the address of the map site's syscall instruction */
+    uint64_t rip64;             /* the full RIP of the event (above 4 GiB: guest code ran in 64-bit mode) */
+    struct stub_regs r;         /* both ways */
+    uint32_t nmap, nunmap, ntls, fpu_size;
+    struct stub_range map[STUB_MAX_RANGES];
+    struct stub_range unmap[STUB_MAX_RANGES];
+    struct stub_tls tls[3];
+};
+
+_Static_assert(sizeof(struct stub_ctl) <= STUB_FPU_OFF, "the control fields fit below the XSAVE image");
+
+#define STUB_CTL_FPU(ctl) ((uint8_t *)(ctl) + STUB_FPU_OFF)
+#endif
+
+#endif
