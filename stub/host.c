@@ -356,12 +356,15 @@ static int serve_map(struct stub *s)
     uint64_t deadline = now_ns() + MAP_NS;
     if (!n)
         return -1;
+    uint64_t spin_until = now_ns() + SPIN_NS;
     for (;;) {
         uint64_t t = now_ns();
         if (t >= deadline)
             return -1;
+        /* poll without sleeping first: waking this core from idle costs more than the stub's way
+         * to its map site (DESIGN.md, "Isolation") */
         struct pollfd p[2] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 } };
-        int k = poll(p, 2, (int)((deadline - t) / 1000000 + 1));
+        int k = poll(p, 2, t < spin_until ? 0 : (int)((deadline - t) / 1000000 + 1));
         if (k < 0 && errno != EINTR)
             return -1;
         if (k <= 0)

@@ -267,13 +267,13 @@ static void test_preempt(struct stub *s)
     PUT(40 + 15 * 8, G_STACK + 0x800);           /* rsp */
     PUT(40 + 16 * 8, sym[S_g_loop]);             /* rip */
     PUT(40 + 17 * 8, 0x202);                     /* eflags */
-    PUT(40 + 18 * 8, 0x2b00000000000023ull);     /* cs 0x23, gs 0, fs 0, ss 0x2b */
+    PUT(40 + 18 * 8, 0x002b000000000023ull);     /* cs 0x23, gs 0, fs 0, ss 0x2b */
     PUT(40 + 256, ~0ull);                        /* uc_sigmask */
     poke(G_PATH + 0x100, f, sizeof f);
     r = jmp64(stub_map_site(s), 15, 0, 0, 0);
     r.regs[4] = G_PATH + 0x100;
     w = go(s, &r, NULL, 50);
-    check(w == STUB_WAIT_TIMEOUT, "6f forged rt_sigreturn blocking all signals: no event within 50 ms");
+    check(w == STUB_WAIT_TIMEOUT, "6f forged rt_sigreturn blocking all signals: no event within 50 ms (wait %d)", w);
     t0 = now_ns();
     stub_preempt(s);
     w = stub_wait(s, now_ns() + 5000000000ull, &ev, xs);

@@ -1,0 +1,14 @@
+"""The stub processes of --isolation=process: build/tests/stub/test_stub drives real stubs (stub/host.c)."""
+import subprocess
+
+from conftest import BUILD, make
+
+
+def test_stub_driver():
+    make(BUILD / "tests/stub/test_stub")
+    path = BUILD / "tests/stub/must-not-exist"
+    r = subprocess.run([str(BUILD / "tests/stub/test_stub"), str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"test_stub failed:\n{r.stdout}\n{r.stderr}"
+    assert not path.exists()
+    print(r.stdout)
