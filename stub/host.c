@@ -26,6 +26,8 @@
 #define MAP_NS         1000000000ull   /* a map hand-off that takes longer kills the stub */
 #define PREEMPT_NS     1000000000ull   /* a preempted stub silent for that long is killed */
 #define SPIN_NS        30000ull        /* stub_wait spins this long before it sleeps */
+static uint64_t spin_ns = SPIN_NS;
+static uint32_t stub_spin = 4000;
 #define SLICE_NS       10000000ull     /* ... and sleeps in slices of at most this */
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
@@ -123,6 +125,8 @@ static struct stub *start_stub(void)
     if (ctlfd < 0 || ftruncate(ctlfd, STUB_CTL_SIZE) < 0)
         goto fail;
     s->ctl = mmap(NULL, STUB_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, ctlfd, 0);
+    if (s->ctl != MAP_FAILED)
+        s->ctl->spin = stub_spin;
     if (s->ctl == MAP_FAILED || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         goto fail;
     /* above the child's target descriptors, so that dup3 cannot clobber one with the other */
@@ -321,17 +325,28 @@ void stub_queue_tls(struct stub *s, const struct stub_tls *d)
 
 /* ---- seccomp user notifications (seccomp_unotify(2)) ---- */
 
+/* ioctl, again after a host signal: the monitor's own timer (SIGALRM) may
+ * interrupt a notification ioctl that waits for the stub. */
+static int notif_ioctl(int fd, unsigned long request, void *arg)
+{
+    int r;
+    do
+        r = ioctl(fd, request, arg);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
 static void respond(int listener, uint64_t id, int error)
 {
     struct seccomp_notif_resp resp = { .id = id, .error = error ? -error : 0, .val = 0, .flags = 0 };
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
 /* Receives one notification into (n) (notif_sizes.seccomp_notif bytes). false: none. */
 static bool recv_notif(struct stub *s, struct seccomp_notif *n)
 {
     memset(n, 0, notif_sizes.seccomp_notif);    /* NOTIF_RECV wants a zeroed buffer */
-    return ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, n) == 0;
+    return notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, n) == 0;
 }
 
 static struct seccomp_notif *notif_buf(void)
@@ -356,7 +371,7 @@ static int serve_map(struct stub *s)
     uint64_t deadline = now_ns() + MAP_NS;
     if (!n)
         return -1;
-    uint64_t spin_until = now_ns() + SPIN_NS;
+    uint64_t spin_until = now_ns() + spin_ns;
     for (;;) {
         uint64_t t = now_ns();
         if (t >= deadline)
@@ -384,11 +399,11 @@ static int serve_map(struct stub *s)
         memcpy(s->ctl->map, s->map, sizeof s->map[0] * s->nmap);
         s->ctl->nmap = s->nmap;
         uint64_t id = n->id;
-        if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
+        if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
             return -1;
         struct seccomp_notif_addfd add = { .id = n->id, .flags = SECCOMP_ADDFD_FLAG_SETFD,
                                            .srcfd = (uint32_t)guest_memfd, .newfd = STUB_MEMFD, .newfd_flags = 0 };
-        if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) != STUB_MEMFD)
+        if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) != STUB_MEMFD)
             return -1;
         respond(s->listener, n->id, 0);
         return 0;
@@ -466,7 +481,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
     if (s->dead || !s->ready)
         return STUB_WAIT_DIED;
     uint64_t t0 = now_ns(), t = t0;
-    while (t - t0 < SPIN_NS) {
+    while (t - t0 < spin_ns) {
         for (int i = 0; i < 64; i++) {
             if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == STUB_EVENT)
                 goto got;

@@ -108,6 +108,7 @@ struct stub_ctl {
     struct stub_range map[STUB_MAX_RANGES];
     struct stub_range unmap[STUB_MAX_RANGES];
     struct stub_tls tls[3];
+    uint32_t spin;              /* pause loops the stub spins for STUB_RUN before it sleeps (set by the monitor) */
 };
 
 _Static_assert(sizeof(struct stub_ctl) <= STUB_FPU_OFF, "the control fields fit below the XSAVE image");

@@ -84,7 +84,7 @@ static void handoff(void)
 
 static void wait_run(void)
 {
-    for (int i = 0; i < 4000; i++) {        /* some tens of microseconds */
+    for (uint32_t i = 0, n = ctl->spin; i < n; i++) {   /* as long as the monitor says pays */
         if (__atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE) == STUB_RUN)
             return;
         __asm__ volatile("pause");
