@@ -1,6 +1,7 @@
 /* The ABI entries (include/ring3/abi.h): each sensitive instruction as the SDM defines it. */
 #include <string.h>
 
+#include "aspace.h"
 #include "guest_console.h"
 #include "runtime.h"
 #include "stats.h"
@@ -699,4 +700,10 @@ out:
 publish:
     seg_publish(v);
     stats_gate(entry, t0);
+    if (v->cpl == 3 && v->isolation == ISOLATION_PROCESS) {
+        /* User code runs in its stub; back here once it enters the kernel.
+         * The gate keeps the guest's vector registers in its XSAVE image. */
+        size_t size;
+        aspace_run_user(v, runtime_xsave(&size));
+    }
 }

@@ -19,12 +19,19 @@
  * retried, so that it faults or succeeds exactly as paging says. Until the
  * next CR3 write, user mode then runs that way. A guest whose kernel sits
  * below its processes (the test guests) therefore works too, only slower.
+ *
+ * With --isolation=process guest user code runs in stub processes instead
+ * (monitor/aspace.c), each with a TLB of its own (struct tlb): the monitor's
+ * own one then holds only what the kernel touched, and a fill at CPL 3 goes
+ * to the stub of the current address space, queued until it runs again.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "guestmem.h"
+#include "aspace.h"
 #include "ring3/abi.h"
 #include "vcpu.h"
 
@@ -41,14 +48,21 @@
 #define PF_U 0x4
 
 #define NPAGES (1u << 20)
-static uint64_t mapped[NPAGES / 64], global[NPAGES / 64], privileged[NPAGES / 64];
-static uint64_t writable[NPAGES / 64];     /* mapped with PROT_WRITE */
-static uint64_t in_use[NPAGES / 64 / 64];   /* bit w: mapped[w] may be nonzero (sweeps skip the rest) */
-static uint32_t frame[NPAGES];              /* the physical page each mapped page shows */
-/* At or below the lowest page mapped privileged (a bound, not exact: pages
- * dropped one by one leave it as it is); NO_PRIVILEGED when none is. */
+
+/* One host address space used as a TLB: the monitor's own (as NULL), or a stub's. */
+struct tlb {
+    uint64_t mapped[NPAGES / 64], global[NPAGES / 64], privileged[NPAGES / 64];
+    uint64_t writable[NPAGES / 64];         /* mapped with PROT_WRITE */
+    uint64_t in_use[NPAGES / 64 / 64];      /* bit w: mapped[w] may be nonzero (sweeps skip the rest) */
+    uint32_t frame[NPAGES];                 /* the physical page each mapped page shows */
+    /* At or below the lowest page mapped privileged (a bound, not exact: pages
+     * dropped one by one leave it as it is); NO_PRIVILEGED when none is. */
+    uint32_t lowest_privileged;
+    struct aspace *as;                      /* the stub's address space; NULL: the monitor's */
+};
 #define NO_PRIVILEGED 0xFFFFFFFFu
-static uint32_t lowest_privileged = NO_PRIVILEGED;
+
+static struct tlb own;                      /* the monitor process's low 4 GiB */
 
 static bool bit(const uint64_t *map, uint32_t page) { return map[page / 64] >> (page % 64) & 1; }
 static void set_bit(uint64_t *map, uint32_t page, bool on)
@@ -57,6 +71,31 @@ static void set_bit(uint64_t *map, uint32_t page, bool on)
         map[page / 64] |= 1ull << (page % 64);
     else
         map[page / 64] &= ~(1ull << (page % 64));
+}
+
+/* Put (page) on guest frame (phys) with (prot) in (t)'s host address space. */
+static int tlb_install(struct vcpu *v, struct tlb *t, uint32_t phys, uint32_t page, int prot)
+{
+    if (t->as)
+        return aspace_map(t->as, page, phys, prot) ? 0 : -ENOSPC;
+    return guestmem_map(v->gm, phys, page, 0x1000, prot);
+}
+
+/* Drop pages [first, end) (page numbers) from (t)'s host address space. */
+static void tlb_remove(struct vcpu *v, struct tlb *t, uint32_t first, uint32_t end)
+{
+    if (t->as)
+        aspace_unmap(t->as, first, end);
+    else
+        guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12);
+}
+
+/* The TLB a fill at the current CPL goes to. */
+static struct tlb *current_tlb(struct vcpu *v)
+{
+    if (v->cpl == 3 && v->isolation == ISOLATION_PROCESS)
+        return aspace_tlb(aspace_current(v));
+    return &own;
 }
 
 struct walk {
@@ -223,6 +262,58 @@ int mmu_fault_error(struct vcpu *v, uint32_t linear, enum mmu_access access, boo
     return err & 0xFFFF;
 }
 
+/* Records (page) as mapped in (t) on frame (phys) with (prot), by a fill at (cpl). */
+static void record(struct vcpu *v, struct tlb *t, uint32_t page, uint32_t phys, int prot, bool glob,
+                   bool priv)
+{
+    uint32_t n = page >> 12;
+    set_bit(t->mapped, n, true);
+    set_bit(t->in_use, n >> 6, true);
+    set_bit(t->writable, n, prot & PROT_WRITE);
+    t->frame[n] = phys >> 12;
+    set_bit(t->global, n, glob);
+    set_bit(t->privileged, n, priv);
+    if (priv && page < t->lowest_privileged)
+        t->lowest_privileged = page;
+    TRACE(v, "map %08x -> %08x %s%s", page, phys, prot & PROT_WRITE ? "rw" : "ro", t->as ? " (stub)" : "");
+}
+
+/* The host protection a fill gives a page: writable only once dirty, so the
+ * first write comes back to set D; at CPL 0 with CR0.WP clear, writable
+ * whatever R/W says (SDM vol. 3, 4.6.1). */
+static int fill_prot(struct vcpu *v, const struct walk *w, bool *wp_override)
+{
+    bool rw = (w->pde & PG_RW) && (w->pte & PG_RW);
+    *wp_override = v->cpl == 0 && !(v->cr0 & CR0_WP) && !rw;
+    if (*wp_override)
+        rw = true;
+    return PROT_READ | PROT_EXEC | ((rw && (w->pte & PG_D)) ? PROT_WRITE : 0);
+}
+
+/* Fault-around for a stub (a fill there costs a hand-off): the other pages of
+ * the aligned group of FAULT_AROUND around (linear) that the guest's tables
+ * already let user mode reach with their accessed flag (and, to be writable,
+ * dirty flag) set, so that mapping them changes no flag: the CPU may cache
+ * such translations ahead of use (SDM vol. 3, 4.10.2.3). */
+#define FAULT_AROUND 16
+static void fault_around(struct vcpu *v, struct tlb *t, uint32_t linear)
+{
+    uint32_t first = (linear >> 12) & ~(uint32_t)(FAULT_AROUND - 1);
+    for (uint32_t n = first; n < first + FAULT_AROUND; n++) {
+        struct walk w;
+        bool wp;
+        uint32_t page = n << 12;
+        if (bit(t->mapped, n) || page == (linear & ~0xFFFu) || page >= R3_RUNTIME_BASE ||
+            page < v->gm->low_base || walk(v, page, false, true, false, &w) ||
+            !(w.pde & PG_A) || !(w.pte & PG_A) || !guestmem_ok(v->gm, w.phys & ~0xFFFu, 0x1000))
+            continue;
+        int prot = fill_prot(v, &w, &wp);
+        if (tlb_install(v, t, w.phys & ~0xFFFu, page, prot))
+            return;
+        record(v, t, page, w.phys & ~0xFFFu, prot, false, false);
+    }
+}
+
 /* mmu_fill; when (quiet), a page that cannot be mapped is only not mapped. */
 static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool quiet)
 {
@@ -247,27 +338,17 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
         vcpu_dump(v, stderr);
         monitor_exit(v, 4);
     }
-    /* Writable only once dirty, so the first write comes back here to set D. */
-    bool rw = (w.pde & PG_RW) && (w.pte & PG_RW);
-    bool us = (w.pde & PG_US) && (w.pte & PG_US);
-    bool wp_override = v->cpl == 0 && !(v->cr0 & CR0_WP) && !rw;
-    if (wp_override)
-        rw = true;
-    int prot = PROT_READ | PROT_EXEC | ((rw && (w.pte & PG_D)) ? PROT_WRITE : 0);
-    int r = guestmem_map(v->gm, phys, page, 0x1000, prot);
+    bool us = (w.pde & PG_US) && (w.pte & PG_US), wp_override;
+    int prot = fill_prot(v, &w, &wp_override);
+    struct tlb *t = current_tlb(v);
+    int r = tlb_install(v, t, phys, page, prot);
     if (r) {
         fprintf(stderr, "ring3: cannot map guest page %08x: error %d\n", page, -r);
         monitor_exit(v, 1);
     }
-    set_bit(mapped, page >> 12, true);
-    set_bit(in_use, page >> 18, true);
-    set_bit(writable, page >> 12, prot & PROT_WRITE);
-    frame[page >> 12] = phys >> 12;
-    set_bit(global, page >> 12, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
-    set_bit(privileged, page >> 12, v->cpl == 0 && (!us || wp_override));
-    if (v->cpl == 0 && (!us || wp_override) && page < lowest_privileged)
-        lowest_privileged = page;
-    TRACE(v, "map %08x -> %08x %s", page, phys, prot & PROT_WRITE ? "rw" : "ro");
+    record(v, t, page, phys, prot, (v->cr4 & CR4_PGE) && (w.pte & PG_G), v->cpl == 0 && (!us || wp_override));
+    if (t->as && !quiet)
+        fault_around(v, t, linear);
     return true;
 }
 
@@ -284,19 +365,29 @@ bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
 
 void mmu_prefill(struct vcpu *v, uint32_t linear)
 {
-    if (!bit(mapped, linear >> 12))
+    if (!bit(current_tlb(v)->mapped, linear >> 12))
         fill(v, linear, MMU_READ, true);
+}
+
+static void forget_page(struct tlb *t, uint32_t page)
+{
+    set_bit(t->mapped, page, false);
+    set_bit(t->global, page, false);
+    set_bit(t->privileged, page, false);
+    set_bit(t->writable, page, false);
 }
 
 void mmu_flush_page(struct vcpu *v, uint32_t linear)
 {
     uint32_t page = linear >> 12;
-    if (bit(mapped, page)) {
-        guestmem_unmap(v->gm, (uint64_t)page << 12, 0x1000);
-        set_bit(mapped, page, false);
-        set_bit(global, page, false);
-        set_bit(privileged, page, false);
-        set_bit(writable, page, false);
+    if (bit(own.mapped, page)) {
+        tlb_remove(v, &own, page, page + 1);
+        forget_page(&own, page);
+    }
+    struct tlb *t = v->as ? aspace_tlb(v->as) : NULL;
+    if (t && bit(t->mapped, page)) {
+        tlb_remove(v, t, page, page + 1);
+        forget_page(t, page);
     }
 }
 
@@ -311,64 +402,60 @@ enum drop { DROP_ALL, DROP_NOT_GLOBAL, DROP_PRIVILEGED, DROP_STALE };
  * A page the new tables map elsewhere, already accessed, is mapped there at
  * once, with the rights a fill would give: one system call instead of an
  * unmap, a host fault and a map when the process touches it again. */
-static bool mapping_current(struct vcpu *v, uint32_t page)
+static bool mapping_current(struct vcpu *v, struct tlb *t, uint32_t page)
 {
     struct walk w;
     uint32_t linear = page << 12;
-    bool wr = bit(writable, page), user = !bit(privileged, page);
+    bool wr = bit(t->writable, page), user = !bit(t->privileged, page);
 
     if (walk(v, linear, false, user, false, &w) || !(w.pde & PG_A) || !(w.pte & PG_A))
         return false;
     bool rw = (w.pde & PG_RW) && (w.pte & PG_RW) && (w.pte & PG_D);
-    if (w.phys >> 12 != frame[page] || wr != rw) {
+    if (w.phys >> 12 != t->frame[page] || wr != rw) {
         if (!user && !rw && !(v->cr0 & CR0_WP))
             return false;       /* a CR0.WP = 0 override: let a fault decide */
         uint32_t phys = w.phys & ~0xFFFu;
         if (!guestmem_ok(v->gm, phys, 0x1000) ||
-            guestmem_map(v->gm, phys, linear, 0x1000, PROT_READ | PROT_EXEC | (rw ? PROT_WRITE : 0)))
+            tlb_install(v, t, phys, linear, PROT_READ | PROT_EXEC | (rw ? PROT_WRITE : 0)))
             return false;
-        frame[page] = phys >> 12;
-        set_bit(writable, page, rw);
+        t->frame[page] = phys >> 12;
+        set_bit(t->writable, page, rw);
     }
-    set_bit(global, page, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
+    set_bit(t->global, page, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
     return true;
 }
 
-static uint64_t drop_mask(struct vcpu *v, unsigned word, enum drop what)
+static uint64_t drop_mask(struct vcpu *v, struct tlb *t, unsigned word, enum drop what)
 {
     uint64_t m;
 
     switch (what) {
-    case DROP_ALL: return mapped[word];
-    case DROP_NOT_GLOBAL: return mapped[word] & ~global[word];
-    case DROP_PRIVILEGED: return mapped[word] & privileged[word];
+    case DROP_ALL: return t->mapped[word];
+    case DROP_NOT_GLOBAL: return t->mapped[word] & ~t->global[word];
+    case DROP_PRIVILEGED: return t->mapped[word] & t->privileged[word];
     default:
-        m = mapped[word] & ~global[word];
+        m = t->mapped[word] & ~t->global[word];
         for (uint64_t todo = m; todo; todo &= todo - 1) {
             unsigned b = (unsigned)__builtin_ctzll(todo);
-            if (mapping_current(v, word * 64 + b))
+            if (mapping_current(v, t, word * 64 + b))
                 m &= ~(1ull << b);
         }
         return m;
     }
 }
 
-static void unmap_run(struct vcpu *v, uint32_t first, uint32_t end)
-{
-    guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12);
-}
-
 /* Drops the selected pages of word (w) of the bitmaps; (first, end) is the
  * run being gathered, unmapped when a page that stays ends it. */
-static void drop_in_word(struct vcpu *v, unsigned w, enum drop what, uint32_t *first, uint32_t *end)
+static void drop_in_word(struct vcpu *v, struct tlb *t, unsigned w, enum drop what, uint32_t *first,
+                         uint32_t *end)
 {
-    uint64_t drop = drop_mask(v, w, what), keep = mapped[w] & ~drop;
+    uint64_t drop = drop_mask(v, t, w, what), keep = t->mapped[w] & ~drop;
 
     for (uint64_t todo = drop; todo; todo &= todo - 1) {
         unsigned d = (unsigned)__builtin_ctzll(todo);
         uint64_t kept_before = keep & ((1ull << d) - 1);
         if (kept_before && *end) {
-            unmap_run(v, *first, *end);
+            tlb_remove(v, t, *first, *end);
             *end = 0;
         }
         keep &= ~kept_before;
@@ -377,55 +464,52 @@ static void drop_in_word(struct vcpu *v, unsigned w, enum drop what, uint32_t *f
         *end = w * 64 + d + 1;
     }
     if (keep && *end) {
-        unmap_run(v, *first, *end);
+        tlb_remove(v, t, *first, *end);
         *end = 0;
     }
-    mapped[w] &= ~drop;
-    global[w] &= ~drop;
-    privileged[w] &= ~drop;
-    writable[w] &= ~drop;
+    t->mapped[w] &= ~drop;
+    t->global[w] &= ~drop;
+    t->privileged[w] &= ~drop;
+    t->writable[w] &= ~drop;
 }
 
-/* Unmaps every mapped page that (what) selects. A run may span pages that
- * are not mapped (they are the reservation already), so that all of a
+/* Unmaps every mapped page of (t) that (what) selects. A run may span pages
+ * that are not mapped (they are the reservation already), so that all of a
  * process's pages usually go in one system call; a page that stays ends it.
  * Only the bitmap words in_use names are looked at. */
-static void unmap_where(struct vcpu *v, enum drop what)
+static void unmap_where(struct vcpu *v, struct tlb *t, enum drop what)
 {
     uint32_t first = 0, end = 0;    /* the run: pages [first, end), none when end == 0 */
 
     for (unsigned u = 0; u < NPAGES / 64 / 64; u++) {
-        for (uint64_t words = in_use[u]; words; words &= words - 1) {
+        for (uint64_t words = t->in_use[u]; words; words &= words - 1) {
             unsigned w = u * 64 + (unsigned)__builtin_ctzll(words);
-            if (mapped[w])
-                drop_in_word(v, w, what, &first, &end);
-            if (!mapped[w])
-                in_use[u] &= ~(1ull << (w % 64));
+            if (t->mapped[w])
+                drop_in_word(v, t, w, what, &first, &end);
+            if (!t->mapped[w])
+                t->in_use[u] &= ~(1ull << (w % 64));
         }
     }
     if (end)
-        unmap_run(v, first, end);
-}
-
-static void drop_privileged(struct vcpu *v)
-{
-    unmap_where(v, DROP_PRIVILEGED);
-    lowest_privileged = NO_PRIVILEGED;
+        tlb_remove(v, t, first, end);
+    if (what == DROP_ALL || what == DROP_PRIVILEGED)
+        t->lowest_privileged = NO_PRIVILEGED;
 }
 
 void mmu_flush(struct vcpu *v, bool keep_global)
 {
-    unmap_where(v, keep_global ? DROP_NOT_GLOBAL : DROP_ALL);
-    if (!keep_global)
-        lowest_privileged = NO_PRIVILEGED;
+    unmap_where(v, &own, keep_global ? DROP_NOT_GLOBAL : DROP_ALL);
     v->user_unlimited = false;
+    v->tlb_epoch++;
     TRACE(v, "flush%s", keep_global ? " (global pages kept)" : "");
 }
 
 void mmu_new_cr3(struct vcpu *v)
 {
-    unmap_where(v, DROP_STALE);
+    unmap_where(v, &own, DROP_STALE);
     v->user_unlimited = false;
+    v->tlb_epoch++;
+    v->as = NULL;
     TRACE(v, "cr3 %08x: stale mappings dropped", v->cr3);
 }
 
@@ -433,11 +517,13 @@ void mmu_set_cpl(struct vcpu *v, unsigned cpl)
 {
     if (cpl > v->cpl) {
         v->user_limit = 0;
-        if (lowest_privileged != NO_PRIVILEGED) {
-            if (!v->user_unlimited && seg_set_user_limit(v, lowest_privileged))
-                v->user_limit = lowest_privileged;
+        /* In-process user code must not reach what only the kernel may: limit
+         * its segments below those pages, or drop them. A stub has none. */
+        if (own.lowest_privileged != NO_PRIVILEGED && v->isolation == ISOLATION_NONE) {
+            if (!v->user_unlimited && seg_set_user_limit(v, own.lowest_privileged))
+                v->user_limit = own.lowest_privileged;
             else
-                drop_privileged(v);
+                unmap_where(v, &own, DROP_PRIVILEGED);
         }
         seg_sync_tls(v);
     } else if (cpl < v->cpl) {
@@ -454,19 +540,43 @@ bool mmu_user_unlimit(struct vcpu *v)
     if (v->cpl != 3 || !v->user_limit)
         return false;
     TRACE(v, "user access beyond the limit %08x: supervisor pages dropped", v->user_limit);
-    drop_privileged(v);
+    unmap_where(v, &own, DROP_PRIVILEGED);
     v->user_limit = 0;
     v->user_unlimited = true;
     seg_user_data(v);
     return true;
 }
 
+struct tlb *mmu_tlb_new(struct aspace *as)
+{
+    struct tlb *t = calloc(1, sizeof *t);
+    if (t) {
+        t->as = as;
+        t->lowest_privileged = NO_PRIVILEGED;
+    }
+    return t;
+}
+
+void mmu_tlb_free(struct tlb *t)
+{
+    free(t);
+}
+
+void mmu_tlb_validate(struct vcpu *v, struct tlb *t)
+{
+    unmap_where(v, t, DROP_STALE);
+}
+
+void mmu_tlb_forget(struct tlb *t)
+{
+    struct aspace *as = t->as;
+    memset(t, 0, sizeof *t);
+    t->as = as;
+    t->lowest_privileged = NO_PRIVILEGED;
+}
+
 void mmu_init(struct vcpu *v)
 {
     (void)v;
-    memset(mapped, 0, sizeof mapped);
-    memset(global, 0, sizeof global);
-    memset(privileged, 0, sizeof privileged);
-    memset(writable, 0, sizeof writable);
-    memset(in_use, 0, sizeof in_use);
+    mmu_tlb_forget(&own);
 }

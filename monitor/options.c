@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,6 +22,8 @@ enum {
     OPT_CMD,
     OPT_TIME,
     OPT_STATS,
+    OPT_ISOLATION,
+    OPT_STUBS,
 };
 
 /* getopt_long_only also takes each of these with a single dash, as qemu
@@ -34,6 +37,8 @@ static const struct option long_options[] = {
     { "cmd",        required_argument, NULL, OPT_CMD },
     { "time",       no_argument,       NULL, OPT_TIME },
     { "stats",      no_argument,       NULL, OPT_STATS },
+    { "isolation",  required_argument, NULL, OPT_ISOLATION },
+    { "stubs",      required_argument, NULL, OPT_STUBS },
     { "help",       no_argument,       NULL, 'h' },
     { "version",    no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
@@ -88,13 +93,46 @@ static void usage(FILE *out)
             "  --stats              at exit, print a table of monitor events: gate calls by\n"
             "                       entry, host signals by kind, exceptions, interrupts, cr3\n"
             "                       writes, with counts and monitor time (like kvm_stat)\n"
+            "  --isolation process|none\n"
+            "                       where guest processes run: each guest address space in a\n"
+            "                       host process of its own, which cannot reach the guest kernel\n"
+            "                       or ring3 (process, the default); or in ring3's own process,\n"
+            "                       faster but open to a hostile guest process (none)\n"
+            "  --stubs N            guest address spaces that keep their host process, 1 to %u\n"
+            "                       (default %u; the least recently run one is reused)\n"
             "  --serial stdio|file:PATH\n"
             "                       where the serial console goes (default stdio)\n"
             "  --trace              log every emulated event to stderr\n"
             "  --trace-file PATH    log them to PATH instead (implies --trace)\n"
             "  --help, --version\n"
             "Options may also be written with one dash (-append, -initrd), as qemu does.\n",
-            options_default_kernel(), options_default_initrd());
+            options_default_kernel(), options_default_initrd(), OPTIONS_MAX_STUBS,
+            OPTIONS_DEFAULT_STUBS);
+}
+
+static int parse_isolation(const char *arg, struct r3_options *o)
+{
+    if (!strcmp(arg, "process"))
+        o->isolation_none = false;
+    else if (!strcmp(arg, "none"))
+        o->isolation_none = true;
+    else {
+        fprintf(stderr, "ring3: --isolation '%s' is neither 'process' nor 'none'\n", arg);
+        return 2;
+    }
+    return 0;
+}
+
+static int parse_stubs(const char *arg, struct r3_options *o)
+{
+    char *end;
+    unsigned long n = strtoul(arg, &end, 10);
+    if (*arg < '0' || *arg > '9' || *end || n < 1 || n > OPTIONS_MAX_STUBS) {
+        fprintf(stderr, "ring3: --stubs '%s' is not a number from 1 to %u\n", arg, OPTIONS_MAX_STUBS);
+        return 2;
+    }
+    o->stubs = (unsigned)n;
+    return 0;
 }
 
 /* Multiply a saturating 128-bit value, so that absurd sizes stay absurd. */
@@ -215,6 +253,7 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         .mem_size = OPTIONS_DEFAULT_MEM,
         .append = "",
         .serial = R3_SERIAL_STDIO,
+        .stubs = OPTIONS_DEFAULT_STUBS,
     };
     opterr = 0;     /* we print our own one-line messages */
     optind = 0;     /* glibc: start afresh, even if getopt ran before */
@@ -231,6 +270,8 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_CMD: o->cmd = optarg; break;
         case OPT_TIME: o->time = true; break;
         case OPT_STATS: o->stats = true; break;
+        case OPT_ISOLATION: err = parse_isolation(optarg, o); break;
+        case OPT_STUBS: err = parse_stubs(optarg, o); break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
         default: return bad_option(c, argv);

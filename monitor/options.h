@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #define OPTIONS_DEFAULT_MEM (256ull << 20)
+#define OPTIONS_DEFAULT_STUBS 16
+#define OPTIONS_MAX_STUBS 256
 
 /* options_parse's return value when the guest should be run. */
 #define OPTIONS_RUN (-1)
@@ -26,6 +28,8 @@ struct r3_options {
     bool time;                  /* --time: report boot and total time at exit */
     bool stats;                 /* --stats: report monitor events at exit */
     bool kernel_default;        /* no KERNEL given: the default kernel and initramfs */
+    bool isolation_none;        /* --isolation none: guest processes run in this process */
+    unsigned stubs;             /* --stubs: address spaces that keep a stub */
 };
 
 /* The default kernel and initramfs, found from this executable's place in

@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "aspace.h"
 #include "guestmem.h"
 #include "guest_console.h"
 #include "loader.h"
@@ -161,6 +162,9 @@ int run_main(int argc, char **argv)
     }
     v->sh = r3_shared_page;
     mmu_init(v);
+    v->isolation = o.isolation_none ? ISOLATION_NONE : ISOLATION_PROCESS;
+    if (v->isolation == ISOLATION_PROCESS && aspace_init(v, o.stubs))
+        return 1;
     start_state(v, &bs);
     if (signals_init(v) || events_init(v)) {
         fprintf(stderr, "ring3: cannot set up signals and timers: %s\n", strerror(errno));

@@ -20,6 +20,8 @@ extern const char r3_blob[], r3_blob_end[];
 uint64_t r3_monitor_fsbase;
 
 static uint32_t blob_gate_end, blob_exit_off;
+static void *xsave_image;
+static size_t xsave_bytes;
 
 static uint64_t read_fsbase(void)
 {
@@ -40,6 +42,7 @@ static void *xsave_area(void)
     void *area = aligned_alloc(64, size);
     if (!area)
         return NULL;
+    xsave_bytes = c;
     memset(area, 0, size);
     __asm__ volatile("xsave64 (%0)" : : "r"(area), "a"(-1), "d"(-1) : "memory");
     return area;
@@ -64,6 +67,7 @@ int runtime_install(runtime_gate_fn gate)
     void *xsave = xsave_area();
     if (!xsave)
         return -1;
+    xsave_image = xsave;
 
     r3_monitor_fsbase = read_fsbase();
     char *code = (char *)(uintptr_t)R3_CODE;
@@ -112,4 +116,10 @@ _Noreturn void runtime_enter_guest(void)
 int runtime_in_stubs(uint64_t rip)
 {
     return rip >= R3_CODE && rip < R3_CODE + blob_gate_end;
+}
+
+void *runtime_xsave(size_t *size)
+{
+    *size = xsave_bytes;
+    return xsave_image;
 }

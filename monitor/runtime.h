@@ -2,6 +2,7 @@
 #ifndef RING3_RUNTIME_H
 #define RING3_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shared.h"
@@ -21,6 +22,10 @@ _Noreturn void runtime_enter_guest(void);
 
 /* Whether a host RIP lies in the blob's 32-bit stubs. */
 int runtime_in_stubs(uint64_t rip);
+
+/* The XSAVE image (standard format) the gate keeps the guest's vector state
+ * in while monitor code runs, and its size in (size). */
+void *runtime_xsave(size_t *size);
 
 /* The monitor's own FS base (glibc TLS), reinstated on every entry. */
 extern uint64_t r3_monitor_fsbase;

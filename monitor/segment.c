@@ -113,26 +113,44 @@ static bool is_tls_selector(uint16_t sel)
     return !(sel & 4) && (sel >> 3) >= TLS_FIRST && (sel >> 3) < TLS_FIRST + TLS_COUNT;
 }
 
+/* The user_desc of set_thread_area for guest TLS descriptor (s); false for
+ * one set_thread_area does not take (only 32-bit data segments). */
+static bool tls_desc(const struct seg *s, struct user_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->entry_number = s->sel >> 3;
+    if ((s->attr & (ATTR_S | ATTR_CODE)) != ATTR_S || !(s->attr & ATTR_DB))
+        return false;
+    d->base_addr = s->base;
+    d->limit_in_pages = (s->attr & ATTR_G) ? 1 : 0;
+    d->limit = d->limit_in_pages ? s->limit >> 12 : s->limit;
+    d->seg_32bit = 1;
+    d->contents = (s->attr & ATTR_CONF) ? 1 : 0;
+    d->read_exec_only = (s->attr & ATTR_RW) ? 0 : 1;
+    d->seg_not_present = (s->attr & ATTR_P) ? 0 : 1;
+    d->useable = (s->attr >> 12) & 1;
+    return true;
+}
+
+/* An empty entry: loading its selector faults. */
+static void tls_empty(unsigned entry, struct user_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->entry_number = entry;
+    d->read_exec_only = 1;
+    d->seg_not_present = 1;
+}
+
 static bool tls_sync(struct vcpu *v, const struct seg *s)
 {
     unsigned i = (s->sel >> 3) - TLS_FIRST;
     struct user_desc d;
 
-    if ((s->attr & (ATTR_S | ATTR_CODE)) != ATTR_S || !(s->attr & ATTR_DB))
+    if (!tls_desc(s, &d))
         return false;
     if (tls_valid[i] && tls_synced[i].base == s->base && tls_synced[i].limit == s->limit &&
         (tls_synced[i].attr | 1) == (s->attr | 1))
         return true;
-    memset(&d, 0, sizeof d);
-    d.entry_number = TLS_FIRST + i;
-    d.base_addr = s->base;
-    d.limit_in_pages = (s->attr & ATTR_G) ? 1 : 0;
-    d.limit = d.limit_in_pages ? s->limit >> 12 : s->limit;
-    d.seg_32bit = 1;
-    d.contents = (s->attr & ATTR_CONF) ? 1 : 0;
-    d.read_exec_only = (s->attr & ATTR_RW) ? 0 : 1;
-    d.seg_not_present = (s->attr & ATTR_P) ? 0 : 1;
-    d.useable = (s->attr >> 12) & 1;
     if (!host_set_thread_area(&d))
         return false;
     tls_synced[i] = *s;
@@ -154,12 +172,27 @@ void seg_sync_tls(struct vcpu *v)
         if (!tls_sync(v, &s) && tls_valid[i]) {
             /* Not a descriptor set_thread_area takes (or an empty one): make the
              * host's entry empty, so that loading it faults. */
-            struct user_desc d = {.entry_number = TLS_FIRST + i, .read_exec_only = 1,
-                                  .seg_not_present = 1};
+            struct user_desc d;
+            tls_empty(TLS_FIRST + i, &d);
             if (host_set_thread_area(&d))
                 tls_valid[i] = false;
         }
     }
+}
+
+void seg_tls_descriptor(struct vcpu *v, unsigned i, struct user_desc *d)
+{
+    uint16_t sel = (uint16_t)((TLS_FIRST + i) << 3);
+    uint64_t raw;
+    struct seg s;
+
+    if (!seg_read_descriptor(v, sel, &raw)) {
+        tls_empty(TLS_FIRST + i, d);
+        return;
+    }
+    seg_decode(raw, sel, &s);
+    if (!tls_desc(&s, d))
+        tls_empty(TLS_FIRST + i, d);
 }
 
 /* The host LDT entry of user mode's flat data segments, after one per sreg. */

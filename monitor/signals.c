@@ -21,6 +21,7 @@
 #endif
 #define SA_RESTORER_FLAG 0x04000000
 
+#include "aspace.h"
 #include "runtime.h"
 #include "stats.h"
 #include "vcpu.h"
@@ -95,16 +96,16 @@ static void sync_user_segments(struct vcpu *v, uint64_t fsbase)
  * host could not read [%ebp], -EFAULT in %eax and a fault on arriving there,
  * at the pad or, should the return to compatibility mode keep only the low
  * 32 bits of RIP, a fetch fault at that address. */
-static bool host_sysenter_returned(struct vcpu *v, int sig, const siginfo_t *si, const ucontext_t *uc)
+static bool host_sysenter_returned(struct vcpu *v, const struct host_fault *f)
 {
-    uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP], pad = v->host_sysenter_pad;
+    uint64_t rip = f->rip, pad = v->host_sysenter_pad;
 
     if (!pad)
         return false;
-    if (sig == SIGSYS)
+    if (f->sig == SIGSYS)
         return rip == pad;
-    return sig == SIGSEGV && v->sh->regs[REG_EAX] == (uint32_t)-EFAULT &&
-           (rip == pad || (rip == (uint32_t)pad && (uint64_t)(uintptr_t)si->si_addr == rip));
+    return f->sig == SIGSEGV && v->sh->regs[REG_EAX] == (uint32_t)-EFAULT &&
+           (rip == pad || (rip == (uint32_t)pad && f->addr == rip));
 }
 
 /* The guest's sysenter, as the host left it: the stack pointer is the
@@ -127,11 +128,11 @@ static void host_took_sysenter(struct vcpu *v)
 static enum stat_signal signal_kind;
 
 /* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1). */
-static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucontext_t *uc)
+static void guest_fault(struct vcpu *v, const struct host_fault *f)
 {
-    unsigned trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO];
-    unsigned err = (unsigned)uc->uc_mcontext.gregs[REG_ERR];
-    if (host_sysenter_returned(v, sig, si, uc)) {
+    int sig = f->sig;
+    unsigned trapno = f->trapno, err = f->err;
+    if (host_sysenter_returned(v, f)) {
         signal_kind = STAT_SYSCALL;
         host_took_sysenter(v);
         return;
@@ -145,10 +146,10 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
     case SIGSEGV:
     case SIGBUS:
         if (trapno == TRAP_PF) {
-            uint32_t addr = (uint32_t)(uintptr_t)si->si_addr;
+            uint32_t addr = (uint32_t)f->addr;
             enum mmu_access a = err & PF_ERR_FETCH ? MMU_FETCH : err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ;
             signal_kind = v->cpl == 3 ? STAT_FILL_USER : STAT_FILL_KERNEL;
-            if ((uintptr_t)si->si_addr < (1ull << 32) && mmu_fill(v, addr, a))
+            if (f->addr < (1ull << 32) && mmu_fill(v, addr, a))
                 return;         /* the host TLB is filled: retry the instruction */
             signal_kind = STAT_GUEST_PF;
             v->cr2 = addr;
@@ -215,13 +216,65 @@ static void guest_fault(struct vcpu *v, int sig, const siginfo_t *si, const ucon
     }
 }
 
+/* An emulated iret to user code in a signal handler (insert mode): user code
+ * runs in its stub from here. The guest's vector registers are in the signal
+ * frame (its XSAVE image, SDM vol. 1, 13.4), not in the gate's image: they go
+ * to the stub and come back into the frame, whose software-reserved bytes
+ * (464-511, the kernel's fpstate magic) stay as the host wrote them. */
+static void run_user_from_signal(struct vcpu *v, ucontext_t *uc)
+{
+    static uint8_t image[STUB_FPU_MAX] __attribute__((aligned(64)));
+    size_t size;
+    uint8_t *frame = (uint8_t *)uc->uc_mcontext.fpregs;
+
+    runtime_xsave(&size);
+    if (size > sizeof image)
+        size = sizeof image;
+    memcpy(image, frame, size);
+    aspace_run_user(v, image);
+    memcpy(frame, image, 464);
+    memcpy(frame + 512, image + 512, size - 512);
+}
+
+/* A host signal (f) in guest code, with the interrupted state in the shared
+ * page: the exception it stands for, or the interrupt a timer makes due. */
+static void guest_event(struct vcpu *v, const struct host_fault *f)
+{
+    signal_kind = f->sig == SIGALRM || f->sig == STUB_PREEMPT_SIG ? STAT_TIMER : STAT_OTHER;
+    memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
+    v->fault_eip = v->sh->eip;
+    v->fault_esp = v->sh->regs[REG_ESP];
+    jmp_buf jb;
+    v->fault_jmp = &jb;
+    if (setjmp(jb)) {
+        vcpu_take_exception(v);
+    } else if (signal_kind == STAT_TIMER) {
+        events_poll(v);
+    } else if (f->sig == SIGKILL || f->rip >= (1ull << 32) || f->cs != HOST_CS32) {
+        /* A stub's guest code got into 64-bit mode (a far jump to the host's
+         * selector 0x33), where the guest's GDT has no such code segment, so
+         * the far transfer would have raised #GP; or it broke its stub
+         * (SIGKILL: aspace.c). Either way the process gets a #GP. */
+        vcpu_raise(v, VEC_GP, 0);
+    } else {
+        guest_fault(v, f);
+    }
+    vcpu_check_interrupts(v);
+    events_arm(v);
+    seg_publish(v);
+}
+
 uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsbase)
 {
     struct vcpu *v = &the_vcpu;
     ucontext_t *uc = ucv;
     uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
     uint16_t cs = (uint16_t)uc->uc_mcontext.gregs[REG_CSGSFS];
-    bool in_guest = cs == HOST_CS32 && !runtime_in_stubs(rip);
+    /* Guest code: compatibility mode outside the runtime stubs, or a guest
+     * process that far-jumped into 64-bit mode (selector 0x33) and runs
+     * below the runtime area, where no monitor code is. */
+    bool in_guest = (cs == HOST_CS32 && !runtime_in_stubs(rip)) ||
+                    (cs == HOST_CS64 && rip < R3_RUNTIME_BASE && v->cpl == 3);
 
     if (sig == SIGTERM || sig == SIGHUP || sig == SIGINT || sig == SIGQUIT) {
         /* Asked to stop from outside: leave the terminal as it was found. */
@@ -267,31 +320,44 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
         internal_error(v, sig, uc, si);
     }
 
+    struct host_fault f = {
+        .sig = sig,
+        .cs = cs,
+        .trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO],
+        .err = (unsigned)uc->uc_mcontext.gregs[REG_ERR],
+        .addr = (uint64_t)(uintptr_t)si->si_addr,
+        .rip = rip,
+    };
     uint64_t t0 = stats_start();
-    signal_kind = sig == SIGALRM ? STAT_TIMER : STAT_OTHER;
     v->sh->fsbase = interrupted_fsbase;
     context_to_shared(v, uc);
     seg_take_fast_loads(v);
     if (v->cpl == 3)
         sync_user_segments(v, interrupted_fsbase);
-    memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
-    v->fault_eip = v->sh->eip;
-    v->fault_esp = v->sh->regs[REG_ESP];
-    jmp_buf jb;
-    v->fault_jmp = &jb;
-    if (setjmp(jb)) {
-        vcpu_take_exception(v);
-    } else if (sig == SIGALRM) {
-        events_poll(v);
-    } else {
-        guest_fault(v, sig, si, uc);
-    }
-    vcpu_check_interrupts(v);
-    events_arm(v);
-    seg_publish(v);
+    guest_event(v, &f);
+    if (v->cpl == 3 && v->isolation == ISOLATION_PROCESS)
+        run_user_from_signal(v, uc);
     shared_to_context(v, uc);
     stats_signal(signal_kind, t0);
     return v->sh->fsbase;
+}
+
+void signals_stub_event(struct vcpu *v, const struct host_fault *f, const struct stub_regs *r,
+                        uint64_t fsbase, uint64_t gsbase)
+{
+    uint16_t real[6];
+    uint64_t t0 = stats_start();
+
+    memcpy(v->sh->regs, r->regs, sizeof v->sh->regs);
+    v->sh->eip = r->eip;
+    v->sh->eflags = r->eflags;
+    v->sh->fsbase = fsbase;
+    v->sh->gsbase = gsbase;
+    for (unsigned i = 0; i < 6; i++)
+        real[i] = (uint16_t)r->sel[i];
+    seg_sync_user(v, real, fsbase, gsbase);
+    guest_event(v, f);
+    stats_signal(signal_kind, t0);
 }
 
 /* The kernel's struct sigaction: glibc's sigaction() always installs its own

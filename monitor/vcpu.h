@@ -17,6 +17,14 @@
 
 struct guestmem;
 struct platform;
+struct aspace;
+struct tlb;
+
+/* --isolation: where guest user code runs (monitor/aspace.c). */
+enum isolation {
+    ISOLATION_PROCESS,      /* in a stub process per guest address space (the default) */
+    ISOLATION_NONE,         /* in the monitor's own process, as the paper did */
+};
 
 /* EFLAGS bits (SDM vol. 1, 3.4.3). */
 #define FL_CF   0x00000001u
@@ -67,6 +75,7 @@ struct seg {
 /* The host's own segment selectors (x86-64 Linux GDT). */
 #define HOST_CS32 0x23
 #define HOST_DS   0x2b
+#define HOST_CS64 0x33
 
 struct vcpu {
     struct r3_shared *sh;           /* registers, EIP, EFLAGS image, virtual IF */
@@ -81,6 +90,9 @@ struct vcpu {
     uint32_t pf_retry;              /* a guest #PF's address, to map at the iret back (if valid) */
     bool pf_retry_valid;
     bool user_unlimited;            /* a user access passed the limit: flat until a CR3 write */
+    enum isolation isolation;
+    struct aspace *as;              /* the stub user code of this CR3 last ran in; NULL after a CR3 write */
+    uint64_t tlb_epoch;             /* counts CR3 writes and flushes: a stub's TLB older than this is checked */
     uint32_t iopl;                  /* virtual EFLAGS.IOPL bits */
     uint32_t sysenter_cs, sysenter_esp, sysenter_eip;
     uint64_t msr_misc[4];           /* PAT, MISC_ENABLE, APIC_BASE, TSC_AUX */
@@ -173,6 +185,12 @@ uint32_t seg_linear(struct vcpu *v, unsigned sreg, uint32_t offset, uint32_t len
  * to CPL 3: the guest kernel writes them with plain stores (load_TLS). */
 void seg_sync_tls(struct vcpu *v);
 
+/* The set_thread_area descriptor of guest TLS entry (i) (0-2; GDT entry
+ * 12 + i) as it is now, an empty one when set_thread_area would not take it:
+ * what a stub's host GDT needs (monitor/aspace.c). */
+struct user_desc;
+void seg_tls_descriptor(struct vcpu *v, unsigned i, struct user_desc *d);
+
 /* After an entry from CPL 3: the real selectors (real, sreg order) and
  * FS/GS bases of the interrupted guest code. A data segment register whose
  * selector differs from what the monitor loaded was loaded by the guest
@@ -248,6 +266,14 @@ void mmu_new_cr3(struct vcpu *v);
  * (seg_sync_tls); user-accessible mappings serve both levels. */
 void mmu_set_cpl(struct vcpu *v, unsigned cpl);
 void mmu_init(struct vcpu *v);
+
+/* A stub's TLB (monitor/aspace.c): new and empty, freed, checked against the
+ * page tables now in force (what a CR3 write would have dropped is dropped),
+ * or forgotten after its stub was emptied or replaced. */
+struct tlb *mmu_tlb_new(struct aspace *as);
+void mmu_tlb_free(struct tlb *t);
+void mmu_tlb_validate(struct vcpu *v, struct tlb *t);
+void mmu_tlb_forget(struct tlb *t);
 
 /* A #GP or #SS at CPL 3 with error code 0: if user DS/ES/SS ran limited, drop the
  * supervisor mappings, make them flat and return true (retry the access);

@@ -3,6 +3,8 @@
 Each test boots the default kernel with `ring3 run --cmd`, which runs one shell command in the
 guest and exits with its status, and asserts on what the guest printed. The differential tests
 at the end compare it with the plain kernel under QEMU, and with the kernel built in insert mode.
+Every test runs in both isolation modes: guest processes in stub processes (the default) and
+in the monitor's own process (--isolation=none).
 """
 import os
 import subprocess
@@ -20,8 +22,24 @@ sys.path.insert(0, str(ROOT / "tools"))
 import qemu_guest  # noqa: E402  (tools/qemu_guest.py: the same command under QEMU)
 
 
+ISOLATION = ["--isolation", "process"]
+
+
+@pytest.fixture(autouse=True, params=["process", "none"])
+def isolation(request):
+    """Run each test of this module once per isolation mode (ring3_run passes it)."""
+    ISOLATION[1] = request.param
+    yield request.param
+    ISOLATION[1] = "process"
+
+
+def ring3_run(*args):
+    """The command line of `ring3 run` in the isolation mode of the test running."""
+    return [RING3, "run", *ISOLATION, *args]
+
+
 def guest(command, *options, timeout=BOOT_TIMEOUT):
-    return subprocess.run([RING3, "run", *options, "--cmd", command], capture_output=True,
+    return subprocess.run(ring3_run(*options, "--cmd", command), capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -60,7 +78,7 @@ def test_touch_64_mib():
 def test_sleep_one_second_of_host_time():
     """`sleep 1` lasts one host second, within 10%: the time between the lines around it,
     less the time around `sleep 0` (the fork and exec of sleep itself)."""
-    p = subprocess.Popen([RING3, "run", "--cmd", "echo a; sleep 0; echo b; sleep 1; echo c"],
+    p = subprocess.Popen(ring3_run("--cmd", "echo a; sleep 0; echo b; sleep 1; echo c"),
                          stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     stamps = []
     try:
@@ -106,7 +124,7 @@ def test_poweroff_at_the_interactive_shell():
     """busybox's poweroff signals init, which powers off: the run ends with status 0."""
     import pty
     master, slave = pty.openpty()
-    p = subprocess.Popen([RING3, "run"], stdin=slave, stdout=slave, stderr=slave,
+    p = subprocess.Popen(ring3_run(), stdin=slave, stdout=slave, stderr=slave,
                          start_new_session=True)
     try:
         read_until(master, b"# ", BOOT_TIMEOUT)
@@ -165,7 +183,7 @@ def test_interactive_shell_ctrl_c_and_quit():
     import termios
     master, slave = pty.openpty()
     before = termios.tcgetattr(slave)
-    p = subprocess.Popen([RING3, "run"], stdin=slave, stdout=slave, stderr=slave,
+    p = subprocess.Popen(ring3_run(), stdin=slave, stdout=slave, stderr=slave,
                          start_new_session=True)
     try:
         read_until(master, b"# ", BOOT_TIMEOUT)

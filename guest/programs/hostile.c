@@ -1,0 +1,250 @@
+/* hostile: a guest process that tries to reach past itself (the guest kernel, ring3's runtime, the monitor, the host).
+ *
+ *   hostile all MARK [ADDR]    every attempt below, each in a child of its own
+ *   hostile stub FIRST PAGES   in 64-bit mode, jump to each of PAGES pages from hex FIRST
+ *
+ * MARK is a file name that attempts to create through host system-call
+ * numbers; ADDR (hex) an address of the monitor to read in 64-bit mode.
+ * Each attempt prints one line, "NAME: signal N", "NAME: exit N" or
+ * "NAME: read HEX"; on Linux on hardware every one ends with a signal (or,
+ * for the system calls, does no harm), which is what a guest process under
+ * ring3 must also get, or at least be contained to itself.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define HOST_CS32 0x23
+#define HOST_CS64 0x33
+
+static const char *mark = "/tmp/ring3-hostile-mark";
+
+/* Run (fn)(arg) in a child with a time limit and report how it ended. */
+static void attempt(const char *name, void (*fn)(uint32_t, uint32_t), uint32_t a, uint32_t b)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(5);
+        fn(a, b);
+        _exit(0);
+    }
+    int status;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+        printf("%s: fork failed\n", name);
+        return;
+    }
+    if (WIFSIGNALED(status))
+        printf("%s: signal %d\n", name, WTERMSIG(status));
+    else
+        printf("%s: exit %d\n", name, WEXITSTATUS(status));
+}
+
+static void read_at(uint32_t addr, uint32_t unused)
+{
+    (void)unused;
+    uint32_t v = *(volatile uint32_t *)(uintptr_t)addr;
+    printf("read %08x\n", v);
+    fflush(stdout);
+}
+
+static void write_at(uint32_t addr, uint32_t value)
+{
+    *(volatile uint32_t *)(uintptr_t)addr = value;
+}
+
+/* mov to a segment register, then a read through it at offset 0x1000 (the first
+ * page a process may map), the old selector put back after. */
+static void load_sreg(uint32_t which, uint32_t sel)
+{
+    uint32_t v = 0;
+    switch (which) {
+    case 0: __asm__ volatile("push %%ds; mov %1, %%ds; movl %%ds:(%2), %0; pop %%ds" : "=r"(v) : "r"(sel), "r"(0x1000) : "memory"); break;
+    case 1: __asm__ volatile("push %%es; mov %1, %%es; movl %%es:(%2), %0; pop %%es" : "=r"(v) : "r"(sel), "r"(0x1000) : "memory"); break;
+    case 2: __asm__ volatile("push %%fs; mov %1, %%fs; movl %%fs:(%2), %0; pop %%fs" : "=r"(v) : "r"(sel), "r"(0x1000) : "memory"); break;
+    case 3: __asm__ volatile("push %%gs; mov %1, %%gs; movl %%gs:(%2), %0; pop %%gs" : "=r"(v) : "r"(sel), "r"(0x1000) : "memory"); break;
+    default: __asm__ volatile("push %%ss; mov %1, %%ss; movl %%ss:(%2), %0; pop %%ss" : "=r"(v) : "r"(sel), "r"(0x1000) : "memory"); break;
+    }
+    printf("read %08x\n", v);
+    fflush(stdout);
+}
+
+/* A far jump or call through (sel) to an int3: SIGTRAP if it lands. */
+static void far_transfer(uint32_t call, uint32_t sel)
+{
+    struct { uint32_t off; uint16_t sel; } __attribute__((packed)) target;
+    __asm__ volatile("movl $1f, %0" : "=m"(target.off));
+    target.sel = (uint16_t)sel;
+    if (call)
+        __asm__ volatile("lcall *%0; jmp 2f; 1: int3; 2:" : : "m"(target) : "memory");
+    else
+        __asm__ volatile("ljmp *%0; 1: int3" : : "m"(target) : "memory");
+}
+
+/* In 64-bit mode: read the quadword at (hi:lo) and come back to 32-bit mode. */
+static void read64(uint32_t lo, uint32_t hi)
+{
+    uint32_t a = lo, d = hi;
+    /* The way back is a far return to 0x23 at a label taken in 32-bit code
+     * (a 32-bit object cannot hold a 64-bit code's absolute address). */
+    __asm__ volatile(
+        "movl $2f, %%ecx\n"
+        "ljmp $0x33, $1f\n"
+        ".code64\n"
+        "1: shlq $32, %%rdx\n"
+        "movl %%eax, %%eax\n"
+        "orq %%rdx, %%rax\n"
+        "movq (%%rax), %%rax\n"
+        "movq %%rax, %%rdx\n"
+        "shrq $32, %%rdx\n"
+        "movl %%ecx, %%ecx\n"
+        "pushq $0x23\n"
+        "pushq %%rcx\n"
+        "lretq\n"
+        ".code32\n"
+        "2:\n"
+        : "+a"(a), "+d"(d) : : "ecx", "memory");
+    printf("read %08x%08x\n", d, a);
+    fflush(stdout);
+}
+
+/* In 64-bit mode: the x86-64 system call (nr) (creat is 85) with the mark's name. */
+static void syscall64(uint32_t nr, uint32_t unused)
+{
+    (void)unused;
+    uint32_t a = nr;
+    __asm__ volatile(
+        "movl $2f, %%edx\n"
+        "ljmp $0x33, $1f\n"
+        ".code64\n"
+        "1: movl %%ebx, %%edi\n"
+        "movl $0644, %%esi\n"
+        "movl %%edx, %%edx\n"
+        "syscall\n"
+        "pushq $0x23\n"
+        "pushq %%rdx\n"
+        "lretq\n"
+        ".code32\n"
+        "2:\n"
+        : "+a"(a) : "b"(mark) : "ecx", "edx", "edi", "esi", "memory");
+    printf("returned %d\n", (int)a);
+    fflush(stdout);
+}
+
+/* In 32-bit mode: `syscall` (x86-64's instruction) with host number (nr). */
+static void syscall32(uint32_t nr, uint32_t unused)
+{
+    (void)unused;
+    uint32_t a = nr;
+    __asm__ volatile("syscall" : "+a"(a) : "D"(mark), "S"(0644) : "ecx", "memory");
+    printf("returned %d\n", (int)a);
+    fflush(stdout);
+}
+
+/* int $0x80 and sysenter with the i386 number (nr) (creat is 8): the
+ * guest's own system call, which must create the file in the guest only. */
+static void int80(uint32_t nr, uint32_t unused)
+{
+    (void)unused;
+    uint32_t a = nr;
+    __asm__ volatile("int $0x80" : "+a"(a) : "b"(mark), "c"(0644) : "memory");
+    printf("returned %d\n", (int)a);
+    fflush(stdout);
+}
+
+/* sysenter as the vDSO's __kernel_vsyscall makes it: the kernel returns
+ * through the vDSO, which pops ebp, edx, ecx and returns to the caller. */
+static void sysenter(uint32_t nr, uint32_t unused)
+{
+    (void)unused;
+    uint32_t a = nr;
+    __asm__ volatile("call 1f; jmp 2f\n"
+                     "1: push %%ecx; push %%edx; push %%ebp; movl %%esp, %%ebp; sysenter\n"
+                     "2:"
+                     : "+a"(a) : "b"(mark), "c"(0644) : "edx", "memory");
+    printf("returned %d\n", (int)a);
+    fflush(stdout);
+}
+
+/* In 64-bit mode: jump to (hi:lo), with every register holding it. */
+static void jump64(uint32_t lo, uint32_t hi)
+{
+    __asm__ volatile(
+        "ljmp $0x33, $1f\n"
+        ".code64\n"
+        "1: shlq $32, %%rdx\n"
+        "movl %%eax, %%eax\n"
+        "orq %%rdx, %%rax\n"
+        "movq %%rax, %%rbx\n"
+        "movq %%rax, %%rcx\n"
+        "movq %%rax, %%rsi\n"
+        "movq %%rax, %%rdi\n"
+        "movq %%rax, %%rbp\n"
+        "movq %%rax, %%r8\n"
+        "movq %%rax, %%r12\n"
+        "jmp *%%rax\n"
+        ".code32\n"
+        : : "a"(lo), "d"(hi) : "memory");
+}
+
+static const struct { const char *name; uint16_t sel; } selectors[] = {
+    {"23", 0x23}, {"2b", 0x2b}, {"33", 0x33}, {"63", 0x63}, {"6b", 0x6b}, {"73", 0x73}, {"7b", 0x7b},
+};
+static const char *const sreg_names[] = {"ds", "es", "fs", "gs", "ss"};
+
+static void all(uint64_t monitor_addr)
+{
+    char name[64];
+
+    attempt("read c0000000", read_at, 0xC0000000u, 0);
+    attempt("write c0000000", write_at, 0xC0000000u, 0x5a5a5a5a);
+    for (uint32_t page = 0xFFFF0000u; page; page += 0x1000) {
+        snprintf(name, sizeof name, "read %08x", page);
+        attempt(name, read_at, page, 0);
+        snprintf(name, sizeof name, "write %08x", page);
+        attempt(name, write_at, page, 0);
+    }
+    for (unsigned s = 0; s < sizeof selectors / sizeof selectors[0]; s++) {
+        for (unsigned r = 0; r < 5; r++) {
+            snprintf(name, sizeof name, "mov %s %s", selectors[s].name, sreg_names[r]);
+            attempt(name, load_sreg, r, selectors[s].sel);
+        }
+        snprintf(name, sizeof name, "ljmp %s", selectors[s].name);
+        attempt(name, far_transfer, 0, selectors[s].sel);
+        snprintf(name, sizeof name, "lcall %s", selectors[s].name);
+        attempt(name, far_transfer, 1, selectors[s].sel);
+    }
+    if (monitor_addr)
+        attempt("read64 monitor", read64, (uint32_t)monitor_addr, (uint32_t)(monitor_addr >> 32));
+    attempt("syscall64 creat", syscall64, 85, 0);
+    attempt("syscall32 creat", syscall32, 85, 0);
+    attempt("int80 creat", int80, 8, 0);
+    attempt("sysenter creat", sysenter, 8, 0);
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 3 && !strcmp(argv[1], "all")) {
+        mark = argv[2];
+        all(argc > 3 ? strtoull(argv[3], NULL, 16) : 0);
+        return 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "stub")) {
+        uint64_t first = strtoull(argv[2], NULL, 16);
+        unsigned long pages = strtoul(argv[3], NULL, 0);
+        for (unsigned long i = 0; i < pages; i++) {
+            uint64_t at = first + i * 0x1000;
+            char name[64];
+            snprintf(name, sizeof name, "jump %llx", (unsigned long long)at);
+            attempt(name, jump64, (uint32_t)at, (uint32_t)(at >> 32));
+        }
+        return 0;
+    }
+    fprintf(stderr, "usage: hostile all MARK [ADDR] | hostile stub FIRST PAGES\n");
+    return 2;
+}
