@@ -73,8 +73,8 @@ stub_map:
     movl $STUB_NR_MAP, %eax
 stub_map_syscall:
     syscall
-    testq %rax, %rax                    /* the monitor's answer: 0 = map, else nothing */
-    jnz 3f
+    cmpq $STUB_MEMFD, %rax              /* the monitor's answer: the memfd installed there (ADDFD_FLAG_SEND), or an error */
+    jne 3f
     xorl %ebx, %ebx
 1:  movabsq $STUB_CTL_ADDR, %rcx
     movl CTL_NMAP(%rcx), %eax

@@ -27,8 +27,9 @@
  * only task is stopped in the kernel at that site. The monitor checks the
  * notification's instruction pointer against the map site the stub reported
  * before any guest code ran, then writes map[] and nmap, installs the guest
- * memory memfd as descriptor STUB_MEMFD (SECCOMP_IOCTL_NOTIF_ADDFD) and lets
- * the call return 0. The code after the map site reads only constants and
+ * memory memfd as descriptor STUB_MEMFD and answers the call in the same step
+ * (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND): the call returns
+ * STUB_MEMFD, and any other result means "map nothing". The code after the map site reads only constants and
  * this area: it maps map[0..min(nmap, STUB_MAX_RANGES)) with MAP_SHARED |
  * MAP_FIXED from STUB_MEMFD, closes STUB_MEMFD, and only then goes on. So
  * the descriptor exists only while no guest code can run.
