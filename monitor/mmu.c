@@ -292,10 +292,10 @@ static int fill_prot(struct vcpu *v, const struct walk *w, bool *wp_override)
 
 /* Fault-around for a stub (a fill there costs a hand-off): the other pages of
  * the aligned group of FAULT_AROUND around (linear) that the guest's tables
- * already let user mode reach with their accessed flag (and, to be writable,
- * dirty flag) set, so that mapping them changes no flag: the CPU may cache
- * such translations ahead of use (SDM vol. 3, 4.10.2.3). */
-#define FAULT_AROUND 16
+ * let user mode read, mapped read-only unless already dirty. Their accessed
+ * flags are set, as a processor that loads translations ahead of use (SDM
+ * vol. 3, 4.10.2.3) and sets accessed flags speculatively (4.8) may. */
+#define FAULT_AROUND 32
 static void fault_around(struct vcpu *v, struct tlb *t, uint32_t linear)
 {
     uint32_t first = (linear >> 12) & ~(uint32_t)(FAULT_AROUND - 1);
@@ -304,8 +304,8 @@ static void fault_around(struct vcpu *v, struct tlb *t, uint32_t linear)
         bool wp;
         uint32_t page = n << 12;
         if (bit(t->mapped, n) || page == (linear & ~0xFFFu) || page >= R3_RUNTIME_BASE ||
-            page < v->gm->low_base || walk(v, page, false, true, false, &w) ||
-            !(w.pde & PG_A) || !(w.pte & PG_A) || !guestmem_ok(v->gm, w.phys & ~0xFFFu, 0x1000))
+            page < v->gm->low_base || walk(v, page, false, true, true, &w) ||
+            !guestmem_ok(v->gm, w.phys & ~0xFFFu, 0x1000))
             continue;
         int prot = fill_prot(v, &w, &wp);
         if (tlb_install(v, t, w.phys & ~0xFFFu, page, prot))
@@ -347,7 +347,7 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
         monitor_exit(v, 1);
     }
     record(v, t, page, phys, prot, (v->cr4 & CR4_PGE) && (w.pte & PG_G), v->cpl == 0 && (!us || wp_override));
-    if (t->as && !quiet)
+    if (t->as)
         fault_around(v, t, linear);
     return true;
 }

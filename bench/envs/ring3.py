@@ -1,4 +1,5 @@
-"""ring3: the default guest (build/guest/bzImage, rewrite mode) with `ring3 run --cmd`."""
+"""ring3: the default guest (build/guest/bzImage, rewrite mode) with `ring3 run --cmd`, its
+processes in stub processes of their own (the default --isolation=process)."""
 import re
 import shutil
 import tempfile
