@@ -518,10 +518,16 @@ void mmu_set_cpl(struct vcpu *v, unsigned cpl)
     if (cpl > v->cpl) {
         v->user_limit = 0;
         /* In-process user code must not reach what only the kernel may: limit
-         * its segments below those pages, or drop them. A stub has none. */
-        if (own.lowest_privileged != NO_PRIVILEGED && v->isolation == ISOLATION_NONE) {
-            if (!v->user_unlimited && seg_set_user_limit(v, own.lowest_privileged))
-                v->user_limit = own.lowest_privileged;
+         * its segments below those pages, or drop them; and below ring3's
+         * runtime area always, which stays mapped. A stub has neither. */
+        if (v->isolation == ISOLATION_NONE) {
+            uint32_t top = R3_RUNTIME_BASE;
+            if (own.lowest_privileged < top && v->user_unlimited)
+                unmap_where(v, &own, DROP_PRIVILEGED);
+            else if (own.lowest_privileged < top)
+                top = own.lowest_privileged;
+            if (seg_set_user_limit(v, top))
+                v->user_limit = top;
             else
                 unmap_where(v, &own, DROP_PRIVILEGED);
         }
@@ -537,12 +543,12 @@ void mmu_set_cpl(struct vcpu *v, unsigned cpl)
 
 bool mmu_user_unlimit(struct vcpu *v)
 {
-    if (v->cpl != 3 || !v->user_limit)
-        return false;
+    if (v->cpl != 3 || !v->user_limit || v->user_limit >= R3_RUNTIME_BASE)
+        return false;           /* none, or past the runtime area's start: the process's own #GP */
     TRACE(v, "user access beyond the limit %08x: supervisor pages dropped", v->user_limit);
     unmap_where(v, &own, DROP_PRIVILEGED);
-    v->user_limit = 0;
     v->user_unlimited = true;
+    v->user_limit = seg_set_user_limit(v, R3_RUNTIME_BASE) ? R3_RUNTIME_BASE : 0;
     seg_user_data(v);
     return true;
 }

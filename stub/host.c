@@ -62,7 +62,8 @@ extern const char ring3_stub_image[], ring3_stub_image_end[];   /* stub/blob.S *
 static int guest_memfd = -1, image_fd = -1;
 static size_t xsave_size;
 static struct seccomp_notif_sizes notif_sizes;
-static struct stub *pool[POOL_SIZE];
+static struct stub *pool[POOL_SIZE + 1];     /* started ahead of need: pool[0..npool) */
+static int npool;
 static struct stub *all_stubs;
 
 static uint64_t now_ns(void)
@@ -254,17 +255,22 @@ int stubs_init(int memfd, size_t xsize)
     close(image_fd);
     image_fd = high;
     atexit(kill_all);
-    for (int i = 0; i < POOL_SIZE; i++)
-        pool[i] = start_stub();
+    /* One more than the pool keeps: the first guest process takes it without starting a
+     * replacement, so the host resources stubs hold do not step up later in the run. */
+    for (npool = 0; npool < POOL_SIZE + 1; npool++)
+        pool[npool] = start_stub();
     return 0;
 }
 
 struct stub *stub_create(void)
 {
-    for (int tries = 0; tries < POOL_SIZE + 1; tries++) {
+    for (int tries = 0; tries < POOL_SIZE + 2; tries++) {
+        if (!npool)
+            pool[npool++] = start_stub();
         struct stub *s = pool[0];
-        memmove(pool, pool + 1, sizeof pool[0] * (POOL_SIZE - 1));
-        pool[POOL_SIZE - 1] = start_stub();
+        memmove(pool, pool + 1, sizeof pool[0] * --npool);
+        if (npool < POOL_SIZE)
+            pool[npool++] = start_stub();
         if (!s)
             continue;
         if (wait_ready(s))

@@ -57,6 +57,15 @@ static void write_at(uint32_t addr, uint32_t value)
     *(volatile uint32_t *)(uintptr_t)addr = value;
 }
 
+/* The inline form ring3-as gives `cli` in the guest kernel (include/ring3/abi.h), run at CPL 3:
+ * it must not clear the kernel's virtual IF. */
+static void rewritten_cli(uint32_t unused1, uint32_t unused2)
+{
+    (void)unused1;
+    (void)unused2;
+    __asm__ volatile("movb $0, %%ss:0xFFFF1000" : : : "memory");
+}
+
 /* mov to a segment register, then a read through it at offset 0x1000 (the first
  * page a process may map), the old selector put back after. */
 static void load_sreg(uint32_t which, uint32_t sel)
@@ -200,6 +209,7 @@ static void all(uint64_t monitor_addr)
 {
     char name[64];
 
+    attempt("rewritten cli", rewritten_cli, 0, 0);
     attempt("read c0000000", read_at, 0xC0000000u, 0);
     attempt("write c0000000", write_at, 0xC0000000u, 0x5a5a5a5a);
     for (uint32_t page = 0xFFFF0000u; page; page += 0x1000) {
