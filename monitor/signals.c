@@ -250,6 +250,10 @@ static void guest_event(struct vcpu *v, const struct host_fault *f)
         vcpu_take_exception(v);
     } else if (signal_kind == STAT_TIMER) {
         events_poll(v);
+        /* A process computing: host input (Ctrl-C, Ctrl-A x) reaches the UART now, not
+         * only when the guest next reads it. */
+        if (v->cpl == 3)
+            events_input(v);
     } else if (f->sig == SIGKILL || f->rip >= (1ull << 32) || f->cs != HOST_CS32) {
         /* A stub's guest code got into 64-bit mode (a far jump to the host's
          * selector 0x33), where the guest's GDT has no such code segment, so

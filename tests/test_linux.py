@@ -208,6 +208,31 @@ def test_interactive_shell_ctrl_c_and_quit():
         os.close(slave)
 
 
+def test_ctrl_c_stops_a_computing_loop():
+    """A guest process that computes and never reads the terminal is preempted by the
+    guest's timer, and Ctrl-C reaches it: the shell's prompt comes back."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen(ring3_run(), stdin=slave, stdout=slave, stderr=slave,
+                         start_new_session=True)
+    try:
+        read_until(master, b"# ", BOOT_TIMEOUT)
+        os.write(master, b"while :; do :; done; echo after-$((2+3))\r")
+        time.sleep(1)
+        os.write(master, b"\x03")
+        out = read_until(master, b"# ", 10)
+        assert b"after-5" not in out
+        os.write(master, b"echo still-$((6*7))\r")
+        read_until(master, b"still-42", 10)
+        os.write(master, b"\x01x")
+        assert p.wait(timeout=10) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(master)
+        os.close(slave)
+
+
 # ---- the same commands under QEMU: the plain build of the same kernel source and config ----
 
 DIFFERENTIAL = [
