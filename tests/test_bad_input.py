@@ -337,6 +337,16 @@ def test_flag_with_argument(write):
                           "'--trace' takes no argument")
 
 
+@pytest.mark.parametrize("option,value,words", [
+    ("--isolation", "stub", ("--isolation", "process", "none")),
+    ("--stubs", "0", ("--stubs", "1 to 256")),
+    ("--stubs", "257", ("--stubs", "1 to 256")),
+    ("--stubs", "4x", ("--stubs", "1 to 256")),
+])
+def test_bad_isolation_options(write, option, value, words):
+    assert_one_line_error(run(option, value, write("kernel", good_kernel())), *words)
+
+
 def test_bad_serial(write):
     assert_one_line_error(run("--serial", "tcp:1234", write("kernel", good_kernel())),
                           "--serial", "stdio", "file:PATH")
