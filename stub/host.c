@@ -49,7 +49,7 @@ struct stub {
     int pidfd, sock, listener;          /* sock: until READY */
     struct stub_ctl *ctl;
     uint64_t map_site;                  /* from READY, before any guest code ran */
-    uint64_t started_ns, preempt_ns;
+    uint64_t preempt_ns;
     bool ready, dead;
     uint32_t nmap, nunmap, ntls;
     struct stub_range map[STUB_MAX_RANGES], unmap[STUB_MAX_RANGES];
@@ -151,7 +151,6 @@ static struct stub *start_stub(void)
     s->pidfd = pidfd;
     s->sock = sv[0];
     sv[0] = -1;
-    s->started_ns = now_ns();
     close(a.ctl);
     close(a.sock);
     close(sv[1]);
@@ -175,12 +174,14 @@ fail:
 static bool wait_ready(struct stub *s)
 {
     const char *why = "it did not report ready within 2 s";
+    /* Counted from now: a stub started long ago and kept in the pool has long been ready. */
+    uint64_t deadline = now_ns() + READY_NS;
     for (;;) {
         uint64_t t = now_ns();
-        if (t >= s->started_ns + READY_NS)
+        if (t >= deadline)
             goto fail;
         struct pollfd p = { s->sock, POLLIN, 0 };
-        int n = poll(&p, 1, (int)((s->started_ns + READY_NS - t) / 1000000 + 1));
+        int n = poll(&p, 1, (int)((deadline - t) / 1000000 + 1));
         if (n < 0 && errno != EINTR)
             goto fail;
         if (n > 0)
@@ -202,7 +203,7 @@ static bool wait_ready(struct stub *s)
     /* the stub writes READY right after sending the listener */
     why = "it sent no READY event";
     while (__atomic_load_n(&s->ctl->state, __ATOMIC_ACQUIRE) != STUB_EVENT) {
-        if (now_ns() >= s->started_ns + READY_NS)
+        if (now_ns() >= deadline)
             goto fail;
         usleep(50);
     }
