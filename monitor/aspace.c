@@ -39,7 +39,6 @@ struct pending_map {
 };
 
 struct aspace {
-    bool used;
     uint32_t pd;                    /* the page directory (CR3 without flags) it runs */
     struct stub *stub;
     struct tlb *tlb;
@@ -52,7 +51,7 @@ struct aspace {
     struct page_run { uint32_t first, end; } unmap[STUB_MAX_RANGES];
 };
 
-static struct aspace *spaces;
+static struct aspace *spaces;       /* [0, nspaces) are in use */
 static unsigned nspaces, max_spaces;
 static uint64_t run_clock;
 static bool running_user;
@@ -102,7 +101,6 @@ static struct aspace *take(struct vcpu *v, uint32_t pd)
         as->tls_known = false;
         TRACE(v, "address space %08x takes the stub of %08x", pd, as->pd);
     }
-    as->used = true;
     as->pd = pd;
     as->epoch = v->tlb_epoch;
     return as;
@@ -115,7 +113,7 @@ struct aspace *aspace_current(struct vcpu *v)
     if (!as || as->pd != pd) {
         as = NULL;
         for (unsigned i = 0; i < nspaces && !as; i++)
-            if (spaces[i].used && spaces[i].pd == pd)
+            if (spaces[i].pd == pd)
                 as = &spaces[i];
         if (!as)
             as = take(v, pd);

@@ -563,11 +563,6 @@ struct tlb *mmu_tlb_new(struct aspace *as)
     return t;
 }
 
-void mmu_tlb_free(struct tlb *t)
-{
-    free(t);
-}
-
 void mmu_tlb_validate(struct vcpu *v, struct tlb *t)
 {
     unmap_where(v, t, DROP_STALE);

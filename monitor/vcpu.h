@@ -267,11 +267,11 @@ void mmu_new_cr3(struct vcpu *v);
 void mmu_set_cpl(struct vcpu *v, unsigned cpl);
 void mmu_init(struct vcpu *v);
 
-/* A stub's TLB (monitor/aspace.c): new and empty, freed, checked against the
- * page tables now in force (what a CR3 write would have dropped is dropped),
- * or forgotten after its stub was emptied or replaced. */
+/* A stub's TLB (monitor/aspace.c): new and empty, checked against the page
+ * tables now in force (what a CR3 write would have dropped is dropped), or
+ * forgotten after its stub was emptied or replaced. Address spaces live as
+ * long as the run, so their TLBs are never freed. */
 struct tlb *mmu_tlb_new(struct aspace *as);
-void mmu_tlb_free(struct tlb *t);
 void mmu_tlb_validate(struct vcpu *v, struct tlb *t);
 void mmu_tlb_forget(struct tlb *t);
 

@@ -188,6 +188,20 @@ def read_until(fd, needle, timeout):
     return seen
 
 
+def interrupt_then_quit(p, master, command, unseen):
+    """Type (command), Ctrl-C it after a second: the prompt comes back without (unseen), the
+    next command runs, and Ctrl-A x ends the run with status 0."""
+    os.write(master, command + b"\r")
+    time.sleep(1)
+    os.write(master, b"\x03")
+    out = read_until(master, b"# ", 10)
+    assert unseen not in out
+    os.write(master, b"echo still-$((6*7))\r")
+    read_until(master, b"still-42", 10)
+    os.write(master, b"\x01x")
+    assert p.wait(timeout=10) == 0
+
+
 def test_interactive_shell_ctrl_c_and_quit():
     """What `make run` gives: a shell on the terminal; Ctrl-C stops the guest's foreground job,
     not the monitor; Ctrl-A x quits; the terminal is as it was."""
@@ -197,15 +211,7 @@ def test_interactive_shell_ctrl_c_and_quit():
         out = read_until(master, b"42", 10)
         if b"# " not in out.split(b"42", 1)[1]:
             read_until(master, b"# ", 10)   # the prompt after 42: the next "# " must be a new one
-        os.write(master, b"sleep 100; echo slept-$((1+1))\r")
-        time.sleep(1)
-        os.write(master, b"\x03")
-        out = read_until(master, b"# ", 10)
-        assert b"slept-2" not in out
-        os.write(master, b"echo still here\r")
-        read_until(master, b"still here", 10)
-        os.write(master, b"\x01x")
-        assert p.wait(timeout=10) == 0
+        interrupt_then_quit(p, master, b"sleep 100; echo slept-$((1+1))", b"slept-2")
         assert termios.tcgetattr(slave) == before
 
 
@@ -215,15 +221,8 @@ def test_ctrl_c_stops_a_computing_loop():
     interactive shell's own builtin loop instead hangs its prompt now and then with stub
     processes; see the closing note of the isolation issue.)"""
     with interactive() as (p, master, _, _):
-        os.write(master, b"sh -c 'while :; do :; done'; echo after-$((2+3))\r")
-        time.sleep(1)
-        os.write(master, b"\x03")
-        out = read_until(master, b"# ", 10)
-        assert b"after-5" not in out
-        os.write(master, b"echo still-$((6*7))\r")
-        read_until(master, b"still-42", 10)
-        os.write(master, b"\x01x")
-        assert p.wait(timeout=10) == 0
+        interrupt_then_quit(p, master, b"sh -c 'while :; do :; done'; echo after-$((2+3))",
+                            b"after-5")
 
 
 # ---- the same commands under QEMU: the plain build of the same kernel source and config ----
