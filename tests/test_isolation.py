@@ -30,6 +30,9 @@ class Shell:
                                   stderr=self.slave, start_new_session=True)
         self.n = 0
         read_until(self.master, b"# ", BOOT_TIMEOUT)
+        # Kernel messages (the switch to the TSC clocksource comes about a second after
+        # boot) would otherwise land in the middle of a line the test parses.
+        self.run("dmesg -n 1")
 
     def run(self, command, timeout=120):
         """Run (command); return what it printed, up to a marker the shell computes (the
