@@ -39,6 +39,14 @@ clean:
 	rm -rf $(B)/bin $(B)/obj $(B)/tests $(B)/testguests
 
 # The default guest: Linux with the busybox initramfs, on this terminal (README).
-run: all initramfs
+# ROOT=debian: the same kernel with build/rootfs.img (make rootfs) as its root disk.
+ROOT ?=
+ifeq ($(ROOT),debian)
+RUN_DEPS := $(B)/rootfs.img
+RUN_ARGS := --disk $(B)/rootfs.img --append root=/dev/vda
+else ifneq ($(ROOT),)
+$(error ROOT=$(ROOT): the only other root is ROOT=debian)
+endif
+run: all initramfs $(RUN_DEPS)
 	@$(MAKE) --no-print-directory $(if $(wildcard $(B)/guest/bzImage),GUEST_FORCE=) guest-kernel
-	$(BIN)/ring3 run
+	$(BIN)/ring3 run $(RUN_ARGS)

@@ -3,6 +3,34 @@
 
 #include "pci_host.h"
 
+/* Where the disks go, as SeaBIOS leaves virtio devices under QEMU's pc
+ * machine: PCI slots from 4, I/O BARs from 0xC000, and INTA# routed to an
+ * ISA IRQ that the ELCR makes level-triggered (PCI interrupts are
+ * level-sensitive and shareable: PCI 3.0, 2.2.6). Each disk gets an IRQ of
+ * its own, so no line is shared. */
+#define DISK_FIRST_SLOT 4
+#define DISK_FIRST_PORT 0xC000
+#define DISK_PORT_STEP  0x100
+static const uint8_t disk_irq[PLATFORM_MAX_DISKS] = { 11, 10, 9, 5 };
+
+static int attach_disks(struct platform *p, const struct platform_config *cfg)
+{
+    uint16_t elcr = 0;
+    for (unsigned i = 0; i < cfg->ndisks; i++) {
+        char name[4] = { 'v', 'd', (char)('a' + i), 0 };
+        p->disk[i] = virtio_blk_init(p->pci, p->io, cfg->gm, DISK_FIRST_SLOT + i,
+                                     (uint16_t)(DISK_FIRST_PORT + DISK_PORT_STEP * i),
+                                     pic_irq(p->pic, disk_irq[i]), disk_irq[i],
+                                     cfg->disks[i], name);
+        if (p->disk[i] == NULL)
+            return -1;
+        elcr |= (uint16_t)(1u << disk_irq[i]);
+    }
+    io_out(p->io, PIC_ELCR_BASE, 1, elcr & 0xFF);
+    io_out(p->io, PIC_ELCR_BASE + 1, 1, elcr >> 8);
+    return 0;
+}
+
 int platform_init(struct platform *p, const struct platform_config *cfg)
 {
     *p = (struct platform){ 0 };
@@ -31,14 +59,22 @@ int platform_init(struct platform *p, const struct platform_config *cfg)
     if (!p->pic || !p->pit || !p->com1 || !p->rtc || !p->pci || !p->port80 || !p->i8042)
         goto fail;
     rtc_set_memory(p->rtc, cfg->mem_bytes);
+    if (attach_disks(p, cfg))
+        goto fail;
     return 0;
 fail:
+    /* The images the disks did not take over. */
+    for (unsigned i = 0; i < cfg->ndisks; i++)
+        if (p->disk[i] == NULL)
+            disk_image_close(cfg->disks[i]);
     platform_destroy(p);
     return -1;
 }
 
 void platform_destroy(struct platform *p)
 {
+    for (unsigned i = 0; i < PLATFORM_MAX_DISKS; i++)
+        virtio_blk_free(p->disk[i]);
     debugexit_free(p->debugexit);
     i8042_free(p->i8042);
     port80_free(p->port80);

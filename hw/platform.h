@@ -17,7 +17,11 @@
 #include "rtc.h"
 #include "uart.h"
 
+#include "../block/image.h"
+#include "../virtio/blk.h"
+
 #define PLATFORM_NO_DEADLINE UINT64_MAX
+#define PLATFORM_MAX_DISKS 4
 
 struct platform_config {
     uint64_t mem_bytes;             /* guest RAM, for the CMOS size bytes */
@@ -29,6 +33,9 @@ struct platform_config {
     debugexit_fn *exit_notify;      /* may be NULL (see debugexit_init) */
     void *exit_opaque;
     bool no_debugexit;              /* leave ports 0xF4-0xF7 unmapped */
+    const struct guestmem *gm;      /* what the disks' DMA reaches (with ndisks > 0) */
+    struct disk_image *disks[PLATFORM_MAX_DISKS];  /* vda, vdb, ...: the platform owns them */
+    unsigned ndisks;
 };
 
 struct platform {
@@ -41,14 +48,15 @@ struct platform {
     struct debugexit *debugexit;    /* NULL with no_debugexit */
     struct port80 *port80;
     struct i8042 *i8042;    /* 0x60, 0x64: the reset line */
+    struct virtio_blk *disk[PLATFORM_MAX_DISKS];    /* PCI 00:04.0 on, IRQ 11, 10, 9, 5 */
     const struct hw_clock *clock;
 };
 
 /* Fill (p) with a new I/O bus holding the 8259 pair (0x20, 0xA0, ELCR
  * 0x4D0), the 8254 (0x40-0x43, port B 0x61), COM1 (0x3F8-0x3FF), the CMOS
  * RTC (0x70-0x71), PCI configuration (0xCF8, 0xCFC), isa-debug-exit
- * (0xF4-0xF7) and port 0x80, as (cfg) says. Returns 0, or -1 (out of
- * memory) with nothing left allocated. */
+ * (0xF4-0xF7), port 0x80 and the virtio disks, as (cfg) says. Returns 0, or
+ * -1 (out of memory) with nothing left allocated (the disk images closed). */
 int platform_init(struct platform *p, const struct platform_config *cfg);
 
 /* Free everything platform_init() made. */

@@ -1,6 +1,6 @@
 # The monitor: build/bin/ring3 (64-bit C; subcommands `run` and `audit`).
 
-MONITOR_SRCS := $(sort $(wildcard monitor/*.c monitor/*.S boot/*.c hw/*.c)) stub/host.c stub/blob.S
+MONITOR_SRCS := $(sort $(wildcard monitor/*.c monitor/*.S boot/*.c hw/*.c virtio/*.c block/*.c)) stub/host.c stub/blob.S
 MONITOR_OBJS := $(patsubst %,$(B)/obj/%.o,$(MONITOR_SRCS))
 MONITOR_LIBS := -lcapstone
 

@@ -24,6 +24,7 @@ enum {
     OPT_STATS,
     OPT_ISOLATION,
     OPT_STUBS,
+    OPT_DISK,
 };
 
 /* getopt_long_only also takes each of these with a single dash, as qemu
@@ -39,6 +40,7 @@ static const struct option long_options[] = {
     { "stats",      no_argument,       NULL, OPT_STATS },
     { "isolation",  required_argument, NULL, OPT_ISOLATION },
     { "stubs",      required_argument, NULL, OPT_STUBS },
+    { "disk",       required_argument, NULL, OPT_DISK },
     { "help",       no_argument,       NULL, 'h' },
     { "version",    no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
@@ -98,6 +100,10 @@ static void usage(FILE *out)
             "                       host process of its own, which cannot reach the guest kernel\n"
             "                       or ring3 (process, the default); or in ring3's own process,\n"
             "                       faster but open to a hostile guest process (none)\n"
+            "  --disk FILE[,readonly=on][,snapshot=on]\n"
+            "                       a raw disk image as a virtio disk: the first is /dev/vda,\n"
+            "                       then vdb.. (up to %u); readonly=on: the guest cannot write;\n"
+            "                       snapshot=on: writes go to a temporary overlay, dropped at exit\n"
             "  --stubs N            guest address spaces that keep their host process, 1 to %u\n"
             "                       (default %u; the least recently run one is reused)\n"
             "  --serial stdio|file:PATH\n"
@@ -106,7 +112,7 @@ static void usage(FILE *out)
             "  --trace-file PATH    log them to PATH instead (implies --trace)\n"
             "  --help, --version\n"
             "Options may also be written with one dash (-append, -initrd), as qemu does.\n",
-            options_default_kernel(), options_default_initrd(), OPTIONS_MAX_STUBS,
+            options_default_kernel(), options_default_initrd(), OPTIONS_MAX_DISKS, OPTIONS_MAX_STUBS,
             OPTIONS_DEFAULT_STUBS);
 }
 
@@ -132,6 +138,60 @@ static int parse_stubs(const char *arg, struct r3_options *o)
         return 2;
     }
     o->stubs = (unsigned)n;
+    return 0;
+}
+
+/* An on/off value of a --disk flag, as qemu spells them. */
+static int parse_switch(const char *value, bool *out)
+{
+    if (!strcmp(value, "on") || !strcmp(value, "true") || !strcmp(value, "yes"))
+        *out = true;
+    else if (!strcmp(value, "off") || !strcmp(value, "false") || !strcmp(value, "no"))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+/* FILE[,readonly=on|off][,snapshot=on|off]. */
+static int parse_disk(const char *arg, struct r3_options *o)
+{
+    if (o->ndisks == OPTIONS_MAX_DISKS) {
+        fprintf(stderr, "ring3: too many --disk options; ring3 has %u disk slots\n",
+                OPTIONS_MAX_DISKS);
+        return 2;
+    }
+    struct disk_spec *d = &o->disks[o->ndisks];
+    size_t n = strcspn(arg, ",");
+    char *path = strndup(arg, n);
+    if (path == NULL || n == 0) {
+        fprintf(stderr, "ring3: --disk '%s' names no file; give --disk FILE[,readonly=on]"
+                "[,snapshot=on]\n", arg);
+        free(path);
+        return 2;
+    }
+    *d = (struct disk_spec){ .path = path };
+    for (const char *p = arg + n; *p == ','; ) {
+        const char *flag = p + 1;
+        size_t len = strcspn(flag, ",");
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, flag);
+        char *eq = strchr(buf, '=');
+        bool *target = NULL;
+        if (eq) {
+            *eq = '\0';
+            target = !strcmp(buf, "readonly") ? &d->readonly :
+                     !strcmp(buf, "snapshot") ? &d->snapshot : NULL;
+        }
+        if (target == NULL || parse_switch(eq + 1, target)) {
+            fprintf(stderr, "ring3: --disk '%s': '%.*s' is not readonly=on|off or "
+                    "snapshot=on|off (file names with commas are not supported)\n",
+                    arg, (int)len, flag);
+            return 2;
+        }
+        p = flag + len;
+    }
+    o->ndisks++;
     return 0;
 }
 
@@ -272,6 +332,7 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_STATS: o->stats = true; break;
         case OPT_ISOLATION: err = parse_isolation(optarg, o); break;
         case OPT_STUBS: err = parse_stubs(optarg, o); break;
+        case OPT_DISK: err = parse_disk(optarg, o); break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
         default: return bad_option(c, argv);

@@ -5,9 +5,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../block/image.h"
+
 #define OPTIONS_DEFAULT_MEM (256ull << 20)
 #define OPTIONS_DEFAULT_STUBS 16
 #define OPTIONS_MAX_STUBS 256
+#define OPTIONS_MAX_DISKS 4      /* = PLATFORM_MAX_DISKS */
 
 /* options_parse's return value when the guest should be run. */
 #define OPTIONS_RUN (-1)
@@ -30,6 +33,8 @@ struct r3_options {
     bool kernel_default;        /* no KERNEL given: the default kernel and initramfs */
     bool isolation_none;        /* --isolation none: guest processes run in this process */
     unsigned stubs;             /* --stubs: address spaces that keep a stub */
+    struct disk_spec disks[OPTIONS_MAX_DISKS];  /* --disk, in order: vda, vdb, ... */
+    unsigned ndisks;
 };
 
 /* The default kernel and initramfs, found from this executable's place in

@@ -92,6 +92,26 @@ static char *guest_append(const struct r3_options *o)
     return append;
 }
 
+_Static_assert(OPTIONS_MAX_DISKS == PLATFORM_MAX_DISKS, "one --disk per disk slot");
+
+/* Open and lock every --disk image, before anything else is set up. Returns
+ * 0, or 2 after one line on stderr. */
+static int open_disks(const struct r3_options *o, struct platform_config *cfg)
+{
+    char err[512];
+    for (unsigned i = 0; i < o->ndisks; i++) {
+        cfg->disks[i] = disk_image_open(&o->disks[i], err, sizeof err);
+        if (cfg->disks[i] == NULL) {
+            fprintf(stderr, "ring3: %s\n", err);
+            while (i--)
+                disk_image_close(cfg->disks[i]);
+            return 2;
+        }
+    }
+    cfg->ndisks = o->ndisks;
+    return 0;
+}
+
 int run_main(int argc, char **argv)
 {
     struct r3_options o;
@@ -103,6 +123,9 @@ int run_main(int argc, char **argv)
     v->start_ns = events_now();
     int r = options_parse(argc, argv, &o);
     if (r != OPTIONS_RUN)
+        return r;
+    struct platform_config cfg = {.console_tx = serial_tx};
+    if ((r = open_disks(&o, &cfg)))
         return r;
     v->host_sysenter_pad = host_probe_sysenter();
     if ((r = guestmem_init(&gm, o.mem_size)))
@@ -149,7 +172,8 @@ int run_main(int argc, char **argv)
         }
         setvbuf(v->trace, NULL, _IOLBF, 0);
     }
-    struct platform_config cfg = {.mem_bytes = gm.size, .console_tx = serial_tx};
+    cfg.mem_bytes = gm.size;
+    cfg.gm = &gm;
     if (platform_init(&plat, &cfg)) {
         fprintf(stderr, "ring3: out of memory setting up devices\n");
         return 1;

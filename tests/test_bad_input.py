@@ -377,3 +377,51 @@ def test_help_and_version():
     assert "usage: ring3 run" in p.stdout and "--initrd" in p.stdout
     p = run("--version")
     assert p.returncode == 0 and p.stderr == "" and p.stdout.startswith("ring3 ")
+
+
+# ---- --disk ----
+
+def test_disk_missing_file(write, tmp_path):
+    path = tmp_path / "no-such.img"
+    assert_one_line_error(run("--disk", path, write("kernel", good_kernel())),
+                          f"--disk '{path}'", "No such file or directory", "raw disk image")
+
+
+def test_disk_is_directory(write, tmp_path):
+    assert_one_line_error(run("--disk", tmp_path, write("kernel", good_kernel())),
+                          "directory", "raw disk image")
+
+
+@pytest.mark.parametrize("size", [0, 1000, 512 * 3 + 1])
+def test_disk_size_not_whole_sectors(write, size):
+    img = write("disk.img", b"\0" * size)
+    assert_one_line_error(run("--disk", img, write("kernel", good_kernel())),
+                          f"{size} bytes", "multiple of 512")
+
+
+@pytest.mark.parametrize("spec,words", [
+    (",readonly=on", ("names no file",)),
+    ("IMG,readonly=maybe", ("'readonly=maybe'", "readonly=on|off")),
+    ("IMG,cache=none", ("'cache=none'", "snapshot=on|off")),
+    ("IMG,snapshot", ("'snapshot'",)),
+])
+def test_disk_bad_flags(write, spec, words):
+    img = write("disk.img", b"\0" * 4096)
+    assert_one_line_error(run("--disk", spec.replace("IMG", str(img)),
+                              write("kernel", good_kernel())), *words)
+
+
+def test_too_many_disks(write):
+    img = write("disk.img", b"\0" * 4096)
+    args = []
+    for _ in range(5):
+        args += ["--disk", f"{img},snapshot=on"]
+    assert_one_line_error(run(*args, write("kernel", good_kernel())), "too many --disk", "4")
+
+
+def test_disk_options_accepted(write):
+    # Good disks move on to the kernel, which is missing: the error is about it.
+    img = write("disk.img", b"\0" * 4096)
+    assert_one_line_error(run("--disk", f"{img},readonly=on", "-disk", f"{img},snapshot=on",
+                              "--disk", f"{img},readonly=off,snapshot=on", "nokernel"),
+                          "cannot open kernel")

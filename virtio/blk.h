@@ -1,0 +1,22 @@
+/* virtio-blk (virtio 1.2, 5.2) over the legacy PCI transport, backed by a raw disk image. */
+#ifndef RING3_VIRTIO_BLK_H
+#define RING3_VIRTIO_BLK_H
+
+#include "virtio_pci.h"
+
+#include "../block/image.h"
+
+struct virtio_blk;
+
+/* A disk at PCI (slot), I/O BAR at (port), INTA# on (irq) = ISA IRQ
+ * (irq_num), holding (image) (which it closes when freed), with (name) for
+ * messages ("vda"). Returns NULL when out of memory or the slot or ports
+ * are taken. */
+struct virtio_blk *virtio_blk_init(struct pci_bus *pci, struct io_bus *io,
+                                   const struct guestmem *gm, unsigned slot, uint16_t port,
+                                   struct irq_line *irq, uint8_t irq_num,
+                                   struct disk_image *image, const char *name);
+
+void virtio_blk_free(struct virtio_blk *b);
+
+#endif
