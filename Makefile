@@ -14,7 +14,7 @@ JOBS     ?= $(shell nproc)
 # Debian packages, installed when missing (tools/install-deps.sh is idempotent and quick when done).
 DEPS := gcc gcc-multilib binutils make python3 python3-pytest python3-capstone libcapstone-dev \
         qemu-system-x86 linux-source-6.12 busybox-static:i386 python3-matplotlib \
-        bison flex bc libelf-dev libssl-dev cpio xz-utils
+        bison flex bc libelf-dev libssl-dev cpio xz-utils mmdebstrap arch-test e2fsprogs
 
 .PHONY: all deps test run bench clean
 all: $(BIN)/ring3 $(BIN)/ring3-as

@@ -55,6 +55,7 @@ struct tlb {
     uint64_t writable[NPAGES / 64];         /* mapped with PROT_WRITE */
     uint64_t in_use[NPAGES / 64 / 64];      /* bit w: mapped[w] may be nonzero (sweeps skip the rest) */
     uint32_t frame[NPAGES];                 /* the physical page each mapped page shows */
+    uint64_t large[1024 / 64];              /* bit r: 4 MiB region r was filled whole (fill_large) */
     /* At or below the lowest page mapped privileged (a bound, not exact: pages
      * dropped one by one leave it as it is); NO_PRIVILEGED when none is. */
     uint32_t lowest_privileged;
@@ -314,6 +315,41 @@ static void fault_around(struct vcpu *v, struct tlb *t, uint32_t linear)
     }
 }
 
+/* A kernel fill inside a 4 MiB page maps the rest of it in the same step:
+ * one translation covers the whole page on hardware (SDM vol. 3, 4.10.2.3:
+ * "a TLB entry for a 4-MByte page"), so its other 4 KiB pieces share its
+ * rights and its A and D flags, which the walk just set. Without this, a
+ * kernel that touches fresh memory in its direct map (the page cache during a
+ * disk read) takes one host fault per 4 KiB. Pieces already mapped as
+ * wanted are left; runs of the others go in one mapping each. */
+static void fill_large(struct vcpu *v, struct tlb *t, uint32_t linear, const struct walk *w,
+                       int prot, bool glob, bool priv)
+{
+    uint32_t first = (linear & 0xFFC00000u) >> 12, phys0 = w->phys & 0xFFC00000u;
+    uint32_t run = 0;
+    set_bit(t->large, first >> 10, true);
+    for (uint32_t i = 0; i <= 1024; i++) {
+        uint32_t n = first + i, page = n << 12, phys = phys0 + (i << 12);
+        bool want = i < 1024 && page < R3_RUNTIME_BASE && page >= v->gm->low_base &&
+                    guestmem_ok(v->gm, phys, 0x1000) &&
+                    !(bit(t->mapped, n) && t->frame[n] == phys >> 12 &&
+                      (bit(t->writable, n) || !(prot & PROT_WRITE)));
+        if (want) {
+            run++;
+            continue;
+        }
+        if (run) {
+            uint32_t start = n - run;
+            if (guestmem_map(v->gm, phys0 + ((start - first) << 12), start << 12,
+                             (uint64_t)run << 12, prot))
+                return;
+            for (uint32_t k = start; k < n; k++)
+                record(v, t, k << 12, phys0 + ((k - first) << 12), prot, glob, priv);
+            run = 0;
+        }
+    }
+}
+
 /* mmu_fill; when (quiet), a page that cannot be mapped is only not mapped. */
 static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool quiet)
 {
@@ -346,9 +382,12 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
         fprintf(stderr, "ring3: cannot map guest page %08x: error %d\n", page, -r);
         monitor_exit(v, 1);
     }
-    record(v, t, page, phys, prot, (v->cr4 & CR4_PGE) && (w.pte & PG_G), v->cpl == 0 && (!us || wp_override));
+    bool glob = (v->cr4 & CR4_PGE) && (w.pte & PG_G), priv = v->cpl == 0 && (!us || wp_override);
+    record(v, t, page, phys, prot, glob, priv);
     if (t->as)
         fault_around(v, t, linear);
+    else if (w.large && v->cpl == 0)
+        fill_large(v, t, linear, &w, prot, glob, priv);
     return true;
 }
 
@@ -380,7 +419,16 @@ static void forget_page(struct tlb *t, uint32_t page)
 void mmu_flush_page(struct vcpu *v, uint32_t linear)
 {
     uint32_t page = linear >> 12;
-    if (bit(own.mapped, page)) {
+    /* invlpg drops the translation of the page holding (linear), all 4 MiB
+     * of it when that page is large (SDM vol. 3, INVLPG and 4.10.4.1). */
+    if (bit(own.large, linear >> 22)) {
+        uint32_t first = linear >> 22 << 10;
+        set_bit(own.large, linear >> 22, false);
+        tlb_remove(v, &own, first, first + 1024);
+        for (uint32_t n = first; n < first + 1024; n++)
+            if (bit(own.mapped, n))
+                forget_page(&own, n);
+    } else if (bit(own.mapped, page)) {
         tlb_remove(v, &own, page, page + 1);
         forget_page(&own, page);
     }

@@ -7,11 +7,15 @@
     and exit with the same status. Where QEMU is known to differ from hardware
     (Guest.qemu_differs says how), QEMU must print testguests/NAME.qemu instead, and NAME.expect
     is ring3's oracle.
+A guest with a disk (Guest.disk) gets a fresh raw image with a known pattern in each run (QEMU
+-drive if=virtio, ring3 --disk) and must leave it unchanged.
 """
+import contextlib
 import functools
 import os
 import select
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +47,7 @@ class Guest:
     timeout: float = 60.0
     qemu_differs: str = ""     # how QEMU departs from hardware here; QEMU must print NAME.qemu
     insert_append: str = ""    # the command line in insert mode, where it must differ (say why)
+    disk: bool = False         # a virtio disk holding DISK_SECTORS sectors of disk_pattern()
 
 
 GUESTS = {
@@ -63,7 +68,36 @@ GUESTS = {
     # and the guest never runs again, as hardware would behave with so slow a handler. The
     # transcript depends on count only.
     "timer-storm": Guest(append="count=3000 hz=10000", insert_append="count=3000 hz=2000"),
+    "virtio-blk": Guest(disk=True),
 }
+
+DISK_SECTORS = 2048     # 1 MiB
+
+
+def disk_pattern():
+    """The test disk's bytes: sector s starts with s (32-bit little-endian), then byte i holds
+    (s + i) & 0xff, as testguests/virtio-blk.c checks."""
+    image = bytearray()
+    for s in range(DISK_SECTORS):
+        sector = bytearray((s + i) & 0xFF for i in range(512))
+        sector[0:4] = s.to_bytes(4, "little")
+        image += sector
+    return bytes(image)
+
+
+@contextlib.contextmanager
+def scratch_disk(guest):
+    """A fresh raw image for the run of a guest with a disk (else None); afterwards, the guest
+    must have left it byte for byte as it was."""
+    if not guest.disk:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="ring3-disk-") as tmp:
+        path = Path(tmp) / "disk.img"
+        pattern = disk_pattern()
+        path.write_bytes(pattern)
+        yield path
+        assert path.read_bytes() == pattern, "the guest changed its disk image"
 
 
 def run(cmd, guest):
@@ -103,7 +137,9 @@ def run_qemu(name):
         pytest.fail(f"{elf.relative_to(ROOT)} is missing: run `make testguests`")
     guest = GUESTS[name]
     cmd = QEMU + ["-kernel", str(elf)] + (["-append", guest.append] if guest.append else [])
-    return run(cmd, guest)
+    with scratch_disk(guest) as disk:
+        drive = ["-drive", f"file={disk},if=virtio,format=raw"] if disk else []
+        return run(cmd + drive, guest)
 
 
 def expected(name):
@@ -139,8 +175,9 @@ def test_ring3_matches_qemu(name, mode):
         pytest.fail(f"{elf.relative_to(ROOT)} is missing: run `make {target}`")
     guest = GUESTS[name]
     append = guest.insert_append if mode == "insert" and guest.insert_append else guest.append
-    out, err, status = run([str(RING3), "run"] + (["--append", append] if append else []) + [str(elf)],
-                           guest)
+    with scratch_disk(guest) as disk:
+        cmd = [str(RING3), "run"] + (["--append", append] if append else [])
+        out, err, status = run(cmd + (["--disk", str(disk)] if disk else []) + [str(elf)], guest)
     if guest.qemu_differs:
         want, want_status = expected(name), STATUS_PASS
     else:

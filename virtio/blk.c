@@ -169,7 +169,7 @@ static void blk_notify(void *opaque, struct virtio_pci *vp, unsigned index)
         interrupt |= vq_push(q, b->chain.head, written);
     }
     if (r < 0)
-        virtio_pci_error(vp, b->who, why);
+        virtio_pci_error(vp, why);
     if (interrupt)
         virtio_pci_interrupt(vp);
 }
@@ -189,6 +189,7 @@ struct virtio_blk *virtio_blk_init(struct pci_bus *pci, struct io_bus *io,
     put_le(b->config + BLK_CFG_SEG_MAX, VQ_MAX_SIZE - 2, 4);   /* room for header and status */
     put_le(b->config + BLK_CFG_BLK_SIZE, DISK_SECTOR, 4);
     const struct virtio_device dev = {
+        .name = b->who,
         .pci_device_id = 0x1001,
         .type = 2,
         .class_code = 0x010000,     /* mass storage, SCSI: what QEMU's virtio-blk-pci reports */

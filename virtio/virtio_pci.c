@@ -107,7 +107,7 @@ static void write_pfn(struct virtio_pci *vp, uint32_t pfn)
 {
     struct virtqueue *q = selected(vp);
     if (q && vq_set_pfn(q, vp->gm, VQ_MAX_SIZE, pfn))
-        virtio_pci_error(vp, "virtio-pci", "a queue placed outside guest memory");
+        virtio_pci_error(vp, "a queue placed outside guest memory");
 }
 
 static void bar_io(uint16_t off, uint32_t *data, unsigned len, bool is_write, void *opaque)
@@ -161,7 +161,8 @@ static void remap(struct virtio_pci *vp)
 /* The type 0 header (PCI 3.0, 6.1). */
 static uint32_t cfg_dword(struct virtio_pci *vp, unsigned reg)
 {
-    uint16_t status = vp->isr && !(vp->command & PCI_CMD_INTX_DISABLE) ? PCI_STATUS_INTX : 0;
+    /* 6.2.3: Interrupt Status shows the device's request whatever Interrupt Disable says. */
+    uint16_t status = vp->isr ? PCI_STATUS_INTX : 0;
     switch (reg) {
     case 0x00: return (uint32_t)vp->dev.pci_device_id << 16 | VIRTIO_PCI_VENDOR;
     case 0x04: return (uint32_t)status << 16 | vp->command;
@@ -257,11 +258,11 @@ void virtio_pci_interrupt(struct virtio_pci *vp)
     update_irq(vp);
 }
 
-void virtio_pci_error(struct virtio_pci *vp, const char *who, const char *why)
+void virtio_pci_error(struct virtio_pci *vp, const char *why)
 {
     if (!vp->broken)
         fprintf(stderr, "ring3: %s: the guest's driver gave %s; the device stops until the "
-                "driver resets it\n", who, why);
+                "driver resets it\n", vp->dev.name, why);
     vp->broken = true;
 }
 

@@ -21,6 +21,7 @@ struct virtio_pci;
 
 /* What a device type tells the transport about itself. */
 struct virtio_device {
+    const char *name;           /* for messages: "virtio-blk vda" */
     uint16_t pci_device_id;     /* the transitional ID, 0x1000 + type - 1 */
     uint16_t type;              /* virtio device type: the PCI subsystem ID */
     uint32_t class_code;        /* PCI class, subclass, interface (24 bits) */
@@ -56,12 +57,12 @@ uint32_t virtio_pci_features(const struct virtio_pci *vp);
  * (virtio 1.2, 4.1.4.5; it stays asserted until the driver reads the ISR). */
 void virtio_pci_interrupt(struct virtio_pci *vp);
 
-/* The driver broke the rules ((why) says how; a device name in (who)): the
+/* The driver broke the rules ((why) says how): the
  * device stops taking requests until the driver resets it, as QEMU's
  * virtio_error() does. The legacy interface has no NEEDS_RESET status bit
  * (virtio 1.2, 2.1.2 and 4.1.4.8; QEMU sets it only with VIRTIO_F_VERSION_1),
  * so the report is one line on stderr, once per reset. */
-void virtio_pci_error(struct virtio_pci *vp, const char *who, const char *why);
+void virtio_pci_error(struct virtio_pci *vp, const char *why);
 
 /* True from virtio_pci_error() until the driver resets the device. */
 bool virtio_pci_broken(const struct virtio_pci *vp);

@@ -71,7 +71,7 @@ int vq_pop(struct virtqueue *q, struct vq_chain *c, const char **why)
     if (avail_idx == q->last_avail)
         return 0;
     if ((uint16_t)(avail_idx - q->last_avail) > q->size) {
-        *why = "the available index ran more than a ring ahead";
+        *why = "an available index more than a ring ahead";
         return -1;
     }
     uint16_t head = __atomic_load_n(avail_word(q, 2 + (q->last_avail & (q->size - 1))),
