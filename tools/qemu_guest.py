@@ -35,8 +35,10 @@ class Result:
     boot_seconds: float  # from starting QEMU to /init's begin marker
 
 
-def run(command, accel="tcg", timeout=300):
-    """Run (command) in the guest under qemu-system-i386 -accel (accel). Raises RuntimeError
+def run(command, accel="tcg", timeout=300, disk=None, memory="256M"):
+    """Run (command) in the guest under qemu-system-i386 -accel (accel). With (disk), a raw
+    image as the first virtio disk with snapshot=on, and the guest's root on it (what
+    `ring3 run --disk DISK,snapshot=on --append root=/dev/vda` gives). Raises RuntimeError
     saying what happened when the command's end marker does not arrive within (timeout) s."""
     token = os.urandom(8).hex()
     begin, end = f"{token}-begin".encode(), f"{token}-end ".encode()
@@ -48,9 +50,12 @@ def run(command, accel="tcg", timeout=300):
              ("ring3/token", 0o100644, token.encode() + b"\n")]))
         errors = open(Path(tmp) / "stderr", "w+b")
         start = time.monotonic()
-        p = subprocess.Popen(["qemu-system-i386", "-accel", accel, "-m", "256", "-nographic",
+        drive = ["-drive", f"file={disk},format=raw,if=virtio,snapshot=on"] if disk else []
+        root = " root=/dev/vda" if disk else ""
+        p = subprocess.Popen(["qemu-system-i386", "-accel", accel, "-m", memory, "-nographic",
                               "-no-reboot", "-monitor", "none", "-kernel", str(KERNEL),
-                              "-initrd", str(initrd), "-append", "console=ttyS0 quiet"],
+                              "-initrd", str(initrd), *drive,
+                              "-append", "console=ttyS0 quiet" + root],
                              stdout=subprocess.PIPE, stderr=errors, stdin=subprocess.DEVNULL)
         out, booted = b"", None
         try:
