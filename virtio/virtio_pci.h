@@ -12,9 +12,6 @@
 #include "../hw/pci.h"
 
 #define VIRTIO_PCI_VENDOR     0x1af4
-/* Virtio 1.2, 4.1.2.3: a transitional device's PCI device ID is 0x1000 +
- * (its type's legacy number - 1) ... block is 0x1001, its subsystem ID the
- * virtio device type (2). */
 #define VIRTIO_PCI_MAX_QUEUES 4
 
 struct virtio_pci;
@@ -22,8 +19,10 @@ struct virtio_pci;
 /* What a device type tells the transport about itself. */
 struct virtio_device {
     const char *name;           /* for messages: "virtio-blk vda" */
-    uint16_t pci_device_id;     /* the transitional ID, 0x1000 + type - 1 */
-    uint16_t type;              /* virtio device type: the PCI subsystem ID */
+    /* Virtio 1.2, 4.1.2.1: a transitional device has PCI device ID 0x1000 +
+     * (its type - 1), block 0x1001, and its virtio type as subsystem ID. */
+    uint16_t pci_device_id;
+    uint16_t type;
     uint32_t class_code;        /* PCI class, subclass, interface (24 bits) */
     uint32_t features;          /* feature bits 0-31 offered (the legacy interface has no more) */
     unsigned nqueues;           /* at most VIRTIO_PCI_MAX_QUEUES */
