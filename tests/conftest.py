@@ -1,10 +1,12 @@
 """Shared paths and helpers for the pytest suite (run by `make test`)."""
+import hashlib
 import pathlib
 import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
+RING3 = BUILD / "bin" / "ring3"
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 
@@ -21,3 +23,26 @@ def make(*targets):
     names = [str(pathlib.Path(t).relative_to(ROOT)) if pathlib.Path(t).is_absolute() else str(t)
              for t in targets]
     return run(["make", "-s", *names], cwd=ROOT)
+
+
+def ring3_cmd(command, *options, timeout=120):
+    """`ring3 run OPTIONS --cmd COMMAND` with no input: its CompletedProcess (text)."""
+    return subprocess.run([str(RING3), "run", *map(str, options), "--cmd", command],
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def ring3_ok(command, *options, timeout=120):
+    """ring3_cmd, which must end with status 0: what the command printed."""
+    p = ring3_cmd(command, *options, timeout=timeout)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}"
+    return p.stdout
+
+
+def file_sha256(path):
+    """The SHA-256 of a file, read in 1 MiB blocks (disk images are large)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -6,38 +6,24 @@ import hashlib
 import os
 import pty
 import select
-import shutil
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-RING3 = str(ROOT / "build" / "bin" / "ring3")
-IMAGE = ROOT / "build" / "rootfs.img"
+from conftest import BUILD, RING3, file_sha256, ring3_cmd, ring3_ok
+
+IMAGE = BUILD / "rootfs.img"
 TIMEOUT = 300
 DEBIAN = ["--append", "root=/dev/vda"]
 
 
-def debian(command, disk, *options, timeout=TIMEOUT):
-    return subprocess.run([RING3, "run", "--disk", disk, *DEBIAN, *options, "--cmd", command],
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+def debian(command, disk, *options):
+    return ring3_cmd(command, "--disk", disk, *DEBIAN, *options, timeout=TIMEOUT)
 
 
 def ok(command, disk, *options):
-    p = debian(command, disk, *options)
-    assert p.returncode == 0, f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}"
-    return p.stdout
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return ring3_ok(command, "--disk", disk, *DEBIAN, *options, timeout=TIMEOUT)
 
 
 @pytest.fixture
@@ -163,10 +149,10 @@ def test_sync_then_kill_9_loses_nothing(image):
 
 
 def test_snapshot_boot_leaves_the_image_byte_identical(image):
-    before = sha256(image)
+    before = file_sha256(image)
     out = ok("echo scratch > /root/scratch && sync && cat /root/scratch && rm -rf /usr/share/doc",
              f"{image},snapshot=on")
     assert out == "scratch\n"
-    assert sha256(image) == before
+    assert file_sha256(image) == before
     assert ok("test -e /root/scratch || echo gone; test -d /usr/share/doc && echo doc",
               f"{image},snapshot=on") == "gone\ndoc\n"

@@ -10,29 +10,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-RING3 = str(ROOT / "build" / "bin" / "ring3")
+from conftest import RING3, file_sha256, ring3_cmd, ring3_ok
+
 TIMEOUT = 120
-
-
-def guest(command, *options, timeout=TIMEOUT):
-    return subprocess.run([RING3, "run", *map(str, options), "--cmd", command],
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-
-
-def ok(command, *options):
-    p = guest(command, *options)
-    assert p.returncode == 0, f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}"
-    return p.stdout
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @pytest.fixture
@@ -59,7 +39,7 @@ def ext4_image(tmp_path):
 def test_guest_reads_the_image_as_the_host_does(pattern_image):
     """The guest's /dev/vda holds the image's bytes: its checksum of the whole disk, and of
     one sector read with an offset, match the host's."""
-    out = ok("cat /sys/block/vda/size; sha256sum /dev/vda; "
+    out = ring3_ok("cat /sys/block/vda/size; sha256sum /dev/vda; "
              "dd if=/dev/vda bs=512 skip=4321 count=1 2>/dev/null | sha256sum",
              "--disk", pattern_image).split()
     data = pattern_image.read_bytes()
@@ -70,7 +50,7 @@ def test_guest_reads_the_image_as_the_host_does(pattern_image):
 
 def test_guest_writes_reach_the_image(pattern_image):
     before = pattern_image.read_bytes()
-    ok("printf 'written by the guest' | dd of=/dev/vda bs=512 seek=7 conv=notrunc,fsync "
+    ring3_ok("printf 'written by the guest' | dd of=/dev/vda bs=512 seek=7 conv=notrunc,fsync "
        "2>/dev/null", "--disk", pattern_image)
     after = pattern_image.read_bytes()
     assert after[7 * 512:7 * 512 + 20] == b"written by the guest"
@@ -78,7 +58,7 @@ def test_guest_writes_reach_the_image(pattern_image):
 
 
 def test_ext4_made_on_the_host_mounts_and_takes_files(ext4_image):
-    out = ok("mkdir -p /mnt && mount -t ext4 /dev/vda /mnt && cat /mnt/hello && "
+    out = ring3_ok("mkdir -p /mnt && mount -t ext4 /dev/vda /mnt && cat /mnt/hello && "
              "seq 1 20000 > /mnt/numbers && umount /mnt && echo unmounted", "--disk", ext4_image)
     assert out == "hello from the host\nunmounted\n"
     subprocess.run(["e2fsck", "-fn", ext4_image], check=True, capture_output=True)
@@ -88,7 +68,7 @@ def test_ext4_made_on_the_host_mounts_and_takes_files(ext4_image):
 
 
 def test_two_disks_in_order(pattern_image, ext4_image):
-    out = ok("cat /sys/block/vda/size /sys/block/vdb/size", "--disk", ext4_image,
+    out = ring3_ok("cat /sys/block/vda/size /sys/block/vdb/size", "--disk", ext4_image,
              "--disk", f"{pattern_image},readonly=on")
     assert out.split() == [str(64 << 11), "8192"]
 
@@ -98,8 +78,8 @@ def test_readonly_write_fails_and_the_image_is_untouched(pattern_image):
     read-only for good (blockdev --setrw cannot clear what the device reports) and fails every
     write with EPERM before it reaches the device, which would fail it too (the unit test
     tests/unit/test_virtio_blk.c sends one)."""
-    before = sha256(pattern_image)
-    out = ok("cat /sys/block/vda/ro; "
+    before = file_sha256(pattern_image)
+    out = ring3_ok("cat /sys/block/vda/ro; "
              "dd if=/dev/zero of=/dev/vda bs=512 count=1 2>&1; echo status $?; "
              "blockdev --setrw /dev/vda; "
              "dd if=/dev/zero of=/dev/vda bs=512 count=1 conv=fsync 2>&1; echo status $?",
@@ -108,17 +88,17 @@ def test_readonly_write_fails_and_the_image_is_untouched(pattern_image):
     assert lines[0] == "1", out
     assert out.count("error writing '/dev/vda': Operation not permitted") == 2, out
     assert out.count("status 1") == 2, out
-    assert sha256(pattern_image) == before
+    assert file_sha256(pattern_image) == before
 
 
 def test_snapshot_leaves_the_image_byte_identical(ext4_image):
-    before = sha256(ext4_image)
-    out = ok("mkdir -p /mnt && mount /dev/vda /mnt && seq 1 100000 > /mnt/big && sync && "
+    before = file_sha256(ext4_image)
+    out = ring3_ok("mkdir -p /mnt && mount /dev/vda /mnt && seq 1 100000 > /mnt/big && sync && "
              "umount /mnt && mount /dev/vda /mnt && wc -l < /mnt/big && rm /mnt/hello && "
              "umount /mnt && dd if=/dev/zero of=/dev/vda bs=4096 count=64 conv=fsync "
              "2>/dev/null && echo zeroed", "--disk", f"{ext4_image},snapshot=on")
     assert out == "100000\nzeroed\n"
-    assert sha256(ext4_image) == before
+    assert file_sha256(ext4_image) == before
 
 
 def wait_for_line(proc, want, timeout=TIMEOUT):
@@ -149,20 +129,20 @@ def holder(pattern_image):
 
 
 def test_second_writer_is_refused(pattern_image, holder):
-    before = sha256(pattern_image)
+    before = file_sha256(pattern_image)
     for spec in (pattern_image, f"{pattern_image},readonly=on"):
-        p = guest("echo ran", "--disk", spec, timeout=30)
+        p = ring3_cmd("echo ran", "--disk", spec, timeout=30)
         assert p.returncode == 2, p
         assert p.stdout == "" and p.stderr.count("\n") == 1, p
         assert "in use by another ring3 or QEMU" in p.stderr, p.stderr
     # snapshot=on with readonly=on does not write the image, but still wants it consistent:
     # QEMU's rule refuses it too while a writer runs.
-    assert guest("echo ran", "--disk", f"{pattern_image},snapshot=on", timeout=30).returncode == 2
+    assert ring3_cmd("echo ran", "--disk", f"{pattern_image},snapshot=on", timeout=30).returncode == 2
     holder.kill()
     holder.wait()
     # The lock went with the process, kill -9 and all.
-    assert ok("echo ran", "--disk", pattern_image) == "ran\n"
-    assert sha256(pattern_image) == before
+    assert ring3_ok("echo ran", "--disk", pattern_image) == "ran\n"
+    assert file_sha256(pattern_image) == before
 
 
 def test_readers_share_an_image(pattern_image):
@@ -171,8 +151,8 @@ def test_readers_share_an_image(pattern_image):
                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         wait_for_line(p, "holding")
-        assert ok("cat /sys/block/vda/ro", "--disk", f"{pattern_image},readonly=on") == "1\n"
-        p2 = guest("echo ran", "--disk", pattern_image, timeout=30)
+        assert ring3_ok("cat /sys/block/vda/ro", "--disk", f"{pattern_image},readonly=on") == "1\n"
+        p2 = ring3_cmd("echo ran", "--disk", pattern_image, timeout=30)
         assert p2.returncode == 2 and "in use" in p2.stderr, p2
     finally:
         p.kill()
@@ -203,7 +183,7 @@ def test_qemu_holding_the_image_refuses_ring3(pattern_image):
         while inode not in Path("/proc/locks").read_text() and time.monotonic() < deadline:
             assert q.poll() is None, q.stderr.read()
             time.sleep(0.1)
-        p = guest("echo ran", "--disk", pattern_image, timeout=30)
+        p = ring3_cmd("echo ran", "--disk", pattern_image, timeout=30)
         assert p.returncode == 2 and "in use by another ring3 or QEMU" in p.stderr, p
     finally:
         q.kill()
