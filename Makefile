@@ -8,7 +8,7 @@ B        := build
 BIN      := $(B)/bin
 PYTHON   := /usr/bin/python3
 CC       := gcc
-CFLAGS   := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -Iinclude -Imonitor -Iboot -Ihw
+CFLAGS   := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I. -Iinclude
 JOBS     ?= $(shell nproc)
 
 # Debian packages, installed when missing (tools/install-deps.sh is idempotent and quick when done).

@@ -1,11 +1,12 @@
 /* The Linux/x86 boot protocol, 32-bit entry (Documentation/arch/x86/boot.rst): the zero page, e820, initrd. */
 #include "linux.h"
-#include "cli.h"
+
+#include "ring3/abi.h"
+
+#include "lib/fail.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#include "ring3/abi.h"
 
 /* Offsets in the file and in struct boot_params (arch/x86/include/uapi/asm/bootparam.h). */
 #define BP_ALT_MEM_K     0x1e0

@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guestmem.h"
+#include "memory/guestmem.h"
+
 #include "loader.h"
 
 /* Where ring3 puts what a boot loader hands a 32-bit kernel: a GDT with the

@@ -1,6 +1,10 @@
 /* The kernel loader: checks a kernel file, loads its segments and initrd, and sets the boot state. */
 #include "loader.h"
-#include "cli.h"
+
+#include "lib/fail.h"
+
+#include "linux.h"
+#include "multiboot.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -11,9 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "linux.h"
-#include "multiboot.h"
 
 /* More program headers than this is no kernel (Linux has a handful), and
  * the overlap check below is quadratic. */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guestmem.h"
+#include "memory/guestmem.h"
 
 /* Kernel segments must lie at or above 1 MiB (as GRUB legacy requires):
  * below it sit the PC's reserved areas and ring3's own boot data. */

@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guestmem.h"
+#include "memory/guestmem.h"
+
 #include "loader.h"
 
 #define MB_HEADER_MAGIC 0x1BADB002u

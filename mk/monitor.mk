@@ -1,6 +1,8 @@
-# The monitor: build/bin/ring3 (64-bit C; subcommands `run` and `audit`).
+# build/bin/ring3 (64-bit C): the command (cli/) and its subcommands `run` (the monitor, with
+# the rooms it sits on) and `audit` (audit/).
 
-MONITOR_SRCS := $(sort $(wildcard monitor/*.c monitor/*.S boot/*.c hw/*.c virtio/*.c block/*.c)) stub/host.c stub/blob.S
+MONITOR_SRCS := $(sort $(wildcard cli/*.c monitor/*/*.c monitor/*/*.S audit/*.c x86/*.c lib/*.c \
+                  memory/*.c boot/*.c machine/*.c hw/*.c virtio/*.c block/*.c)) stub/host.c stub/blob.S
 MONITOR_OBJS := $(patsubst %,$(B)/obj/%.o,$(MONITOR_SRCS))
 MONITOR_LIBS := -lcapstone
 

@@ -1,17 +1,17 @@
 # Test programs built from the monitor's sources: the semantics harness for rewritten sites, and
 # insert mode's decoder on its own (tests/test_rewriter.py feeds it what ring3-as assembles).
 
-HARNESS_SRCS := tests/semantics/harness.c monitor/runtime.S monitor/runtime.c monitor/operand.c
+HARNESS_SRCS := tests/semantics/harness.c monitor/cpu/runtime.S monitor/cpu/runtime.c monitor/cpu/operand.c
 
-$(B)/tests/semantics/harness: $(HARNESS_SRCS) include/ring3/abi.h monitor/shared.h monitor/runtime.h monitor/operand.h
+$(B)/tests/semantics/harness: $(HARNESS_SRCS) include/ring3/abi.h monitor/cpu/shared.h monitor/cpu/runtime.h monitor/cpu/operand.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $(HARNESS_SRCS)
 
 TEST_DEPS += $(B)/tests/semantics/harness $(BIN)/ring3-as
 
-INSERT_DECODE_SRCS := tests/insert/decode.c monitor/insert_decode.c monitor/sensitive.c
+INSERT_DECODE_SRCS := tests/insert/decode.c monitor/cpu/insert_decode.c x86/sensitive.c
 
-$(B)/tests/insert/decode: $(INSERT_DECODE_SRCS) include/ring3/abi.h monitor/insert.h monitor/sensitive.h monitor/operand.h
+$(B)/tests/insert/decode: $(INSERT_DECODE_SRCS) include/ring3/abi.h monitor/cpu/insert.h x86/sensitive.h monitor/cpu/operand.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $(INSERT_DECODE_SRCS) -lcapstone
 

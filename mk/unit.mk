@@ -1,10 +1,10 @@
 # Unit tests of the device models: build/tests/unit/test_<device>, each linked against the
-# devices (hw/, virtio/) and the disk images (block/) only.
+# devices (hw/, virtio/), the disk images (block/) and the PC that wires them (machine/) only.
 # The hw objects come from the build/obj/%.c.o rule in mk/monitor.mk (same CFLAGS as build/bin/ring3).
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRCS))
-HW_OBJS   := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard hw/*.c virtio/*.c block/*.c)))
+HW_OBJS   := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard hw/*.c virtio/*.c block/*.c machine/*.c)))
 
 $(B)/tests/unit/%: tests/unit/%.c $(HW_OBJS)
 	@mkdir -p $(@D)

@@ -1,7 +1,7 @@
 /* The monitor's side of the stub processes: start, feed, wait for and end them (stub/host.c).
  *
  * Knows nothing of the guest: what to map and what an event means is the
- * monitor's business (monitor/aspace.c). Everything read back from a stub is
+ * monitor's business (monitor/mmu/aspace.c). Everything read back from a stub is
  * treated as hostile: a stub may be run by guest code.
  */
 #ifndef RING3_STUB_HOST_H

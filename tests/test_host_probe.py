@@ -1,4 +1,4 @@
-"""The start-up probe of what a compatibility-mode sysenter does on this host (monitor/host_probe.c).
+"""The start-up probe of what a compatibility-mode sysenter does on this host (monitor/host/host_probe.c).
 
 AMD CPUs raise #UD. Intel CPUs enter the host kernel, which sends the call back to its 32-bit
 vDSO landing pad: an offset (which depends on the host kernel's build) from this process's

@@ -1,7 +1,7 @@
 """A hostile guest process (guest/programs/hostile.c) against the two isolation modes.
 
 Default (--isolation=process): guest processes run in stub processes of their own
-(stub/, monitor/aspace.c). Every attempt of the program to reach past its own pages ends
+(stub/, monitor/mmu/aspace.c). Every attempt of the program to reach past its own pages ends
 with a signal to it, or reaches nothing; the guest goes on, the monitor lives, and nothing
 appears on the host. --isolation=none (the paper's mode, guest processes inside the
 monitor's own process) is run too, to show what it cannot stop: 64-bit code of a guest

@@ -2,9 +2,9 @@
 #ifndef RING3_VIRTIO_BLK_H
 #define RING3_VIRTIO_BLK_H
 
-#include "virtio_pci.h"
+#include "block/image.h"
 
-#include "../block/image.h"
+#include "virtio_pci.h"
 
 struct virtio_blk;
 

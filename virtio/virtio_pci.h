@@ -5,11 +5,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "virtqueue.h"
+#include "hw/io.h"
+#include "hw/irq.h"
+#include "hw/pci.h"
 
-#include "../hw/io.h"
-#include "../hw/irq.h"
-#include "../hw/pci.h"
+#include "virtqueue.h"
 
 #define VIRTIO_PCI_VENDOR     0x1af4
 #define VIRTIO_PCI_MAX_QUEUES 4

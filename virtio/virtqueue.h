@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "../monitor/guestmem.h"
+#include "memory/guestmem.h"
 
 /* Virtio 1.2, 2.7 "Split Virtqueues": the legacy interface puts the
  * descriptor table, the available ring and (at the next 4096-byte boundary,

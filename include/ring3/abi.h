@@ -125,7 +125,7 @@
  *   words  0: the site is a bare call; 2: DESC and AUX are pushed
  *   path   FAST: 32-bit code on the runtime page, no monitor entry in the
  *                common case (for the segment entries: at CPL 0, a load the
- *                monitor made before, see monitor/segment.c); GATE: far call into the 64-bit monitor;
+ *                monitor made before, see monitor/cpu/segment.c); GATE: far call into the 64-bit monitor;
  *          INLINE: the rewriter emits the whole site itself (no table slot
  *                  is called; the number is kept for insert mode and traces)
  * The contract names what the entry defines; everything else is preserved.

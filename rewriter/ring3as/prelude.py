@@ -7,7 +7,7 @@ string arguments of the kernel's ALTERNATIVE macros. Everything is on one
 line so that the input's line numbers stay as they were.
 
 int3 is left out: it is never rewritten. It runs as it is, and the host's
-SIGTRAP becomes the guest's #BP (monitor/signals.c).
+SIGTRAP becomes the guest's #BP (monitor/host/signals.c).
 """
 from . import rules
 

@@ -1,4 +1,4 @@
-/* Runs insert mode's decoder (monitor/insert_decode.c) on instruction bytes, for tests/test_rewriter.py.
+/* Runs insert mode's decoder (monitor/cpu/insert_decode.c) on instruction bytes, for tests/test_rewriter.py.
  *
  * Each line of stdin is "ud HEX" or "gp HEX": the bytes at a trapping address, and whether the
  * trap was #UD or #GP. Each line of stdout is "ENTRY DESC AUX LEN MARKED" in hex, or "none".
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "insert.h"
+#include "monitor/cpu/insert.h"
 
 int main(void)
 {

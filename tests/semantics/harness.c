@@ -21,8 +21,8 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
-#include "operand.h"
-#include "runtime.h"
+#include "monitor/cpu/operand.h"
+#include "monitor/cpu/runtime.h"
 
 #define SNIPPET_BASE 0x10000000u
 #define STACK_BASE   0x20000000u

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "clock.h"
-#include "irq.h"
+#include "hw/clock.h"
+#include "hw/irq.h"
 
 static int check_failures;
 

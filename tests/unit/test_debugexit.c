@@ -1,6 +1,6 @@
 /* Unit test of isa-debug-exit: the exit status is QEMU's (V << 1) | 1, at any width and port of the range. */
 #include "check.h"
-#include "debugexit.h"
+#include "hw/debugexit.h"
 
 static int notified, notified_status;
 

@@ -1,6 +1,6 @@
 /* Unit test of the 8042's reset line: the status never blocks a command, and only 0xFE resets. */
 #include "check.h"
-#include "i8042.h"
+#include "hw/i8042.h"
 
 int main(void)
 {

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "io.h"
+#include "hw/io.h"
 
 /* A device that logs its accesses and keeps 16 bytes of registers. */
 struct logdev {

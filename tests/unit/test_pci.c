@@ -1,6 +1,6 @@
 /* Unit test of PCI configuration mechanism #1: no device answers all ones, address register rules, a registered function. */
 #include "check.h"
-#include "pci.h"
+#include "hw/pci.h"
 
 static struct io_bus *bus;
 

@@ -1,7 +1,7 @@
 /* Unit test of the 440FX host bridge at 00:00.0: its header, read-only, and Linux's pci_sanity_check passing because of it. */
 #include "check.h"
-#include "pci.h"
-#include "pci_host.h"
+#include "hw/pci.h"
+#include "hw/pci_host.h"
 
 static struct io_bus *bus;
 

@@ -1,6 +1,6 @@
 /* Unit test of the 8259A pair: init sequence, masking, priority, EOI, cascade, AEOI, poll, rotation, spurious IRQs, ELCR. */
 #include "check.h"
-#include "pic.h"
+#include "hw/pic.h"
 
 static struct io_bus *bus;
 static struct pic *pic;

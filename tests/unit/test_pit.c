@@ -1,6 +1,6 @@
 /* Unit test of the 8254 against a fake clock: counts, latches, read-back, modes 0-4, gates, IRQ0 edges and deadlines. */
 #include "check.h"
-#include "pit.h"
+#include "hw/pit.h"
 
 static struct io_bus *bus;
 static struct pit *pit;

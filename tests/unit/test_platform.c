@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "platform.h"
+#include "machine/platform.h"
 
 static struct platform p;
 

@@ -1,6 +1,6 @@
 /* Unit test of port 0x80: writes are remembered, reads float to 0xFF. */
 #include "check.h"
-#include "port80.h"
+#include "hw/port80.h"
 
 int main(void)
 {

@@ -1,6 +1,6 @@
 /* Unit test of the CMOS RTC with a fake clock: BCD and binary time, 12-hour mode, UIP, setting the clock, interrupts, CMOS memory bytes. */
 #include "check.h"
-#include "rtc.h"
+#include "hw/rtc.h"
 
 static struct io_bus *bus;
 static struct rtc *rtc;

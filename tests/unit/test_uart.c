@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "uart.h"
+#include "hw/uart.h"
 
 static struct io_bus *bus;
 static struct uart *u;

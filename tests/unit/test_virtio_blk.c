@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../../virtio/blk.h"
+#include "virtio/blk.h"
 
 /* ---- the machine: fake guest memory, an I/O bus, PCI, INTA# ---- */
 

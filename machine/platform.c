@@ -1,0 +1,101 @@
+/* The PC platform: one call creates and wires every legacy device. */
+#include "platform.h"
+
+#include "hw/pci_host.h"
+
+/* Where the disks go, as SeaBIOS leaves virtio devices under QEMU's pc
+ * machine: PCI slots from 4, I/O BARs from 0xC000, and INTA# routed to an
+ * ISA IRQ that the ELCR makes level-triggered (PCI interrupts are
+ * level-sensitive and shareable: PCI 3.0, 2.2.6). Each disk gets an IRQ of
+ * its own, so no line is shared. */
+#define DISK_FIRST_SLOT 4
+#define DISK_FIRST_PORT 0xC000
+#define DISK_PORT_STEP  0x100
+static const uint8_t disk_irq[PLATFORM_MAX_DISKS] = { 11, 10, 9, 5 };
+
+static int attach_disks(struct platform *p, const struct platform_config *cfg)
+{
+    uint16_t elcr = 0;
+    for (unsigned i = 0; i < cfg->ndisks; i++) {
+        char name[4] = { 'v', 'd', (char)('a' + i), 0 };
+        p->disk[i] = virtio_blk_init(p->pci, p->io, cfg->gm, DISK_FIRST_SLOT + i,
+                                     (uint16_t)(DISK_FIRST_PORT + DISK_PORT_STEP * i),
+                                     pic_irq(p->pic, disk_irq[i]), disk_irq[i],
+                                     cfg->disks[i], name);
+        if (p->disk[i] == NULL)
+            return -1;
+        elcr |= (uint16_t)(1u << disk_irq[i]);
+    }
+    io_out(p->io, PIC_ELCR_BASE, 1, elcr & 0xFF);
+    io_out(p->io, PIC_ELCR_BASE + 1, 1, elcr >> 8);
+    return 0;
+}
+
+int platform_init(struct platform *p, const struct platform_config *cfg)
+{
+    *p = (struct platform){ 0 };
+    p->clock = cfg->clock ? cfg->clock : &hw_clock_monotonic;
+    int64_t wall = cfg->wall_ns ? cfg->wall_ns : hw_wall_ns();
+
+    p->io = io_bus_new();
+    if (p->io == NULL)
+        goto fail;
+    p->pic = pic_init(p->io, cfg->intr);
+    p->pit = p->pic ? pit_init(p->io, pic_irq(p->pic, 0), p->clock) : NULL;
+    p->com1 = p->pic ? uart_init(p->io, UART_COM1_BASE, pic_irq(p->pic, UART_COM1_IRQ),
+                                 cfg->console_tx, cfg->console_opaque, "com1") : NULL;
+    p->rtc = p->pic ? rtc_init(p->io, pic_irq(p->pic, RTC_IRQ), p->clock, wall) : NULL;
+    p->pci = pci_init(p->io);
+    if (p->pci && pci_host_init(p->pci))
+        goto fail;
+    p->port80 = port80_init(p->io);
+    p->i8042 = i8042_init(p->io);
+    if (!cfg->no_debugexit) {
+        p->debugexit = debugexit_init(p->io, DEBUGEXIT_BASE, DEBUGEXIT_LEN,
+                                      cfg->exit_notify, cfg->exit_opaque);
+        if (p->debugexit == NULL)
+            goto fail;
+    }
+    if (!p->pic || !p->pit || !p->com1 || !p->rtc || !p->pci || !p->port80 || !p->i8042)
+        goto fail;
+    rtc_set_memory(p->rtc, cfg->mem_bytes);
+    if (attach_disks(p, cfg))
+        goto fail;
+    return 0;
+fail:
+    /* The images the disks did not take over. */
+    for (unsigned i = 0; i < cfg->ndisks; i++)
+        if (p->disk[i] == NULL)
+            disk_image_close(cfg->disks[i]);
+    platform_destroy(p);
+    return -1;
+}
+
+void platform_destroy(struct platform *p)
+{
+    for (unsigned i = 0; i < PLATFORM_MAX_DISKS; i++)
+        virtio_blk_free(p->disk[i]);
+    debugexit_free(p->debugexit);
+    i8042_free(p->i8042);
+    port80_free(p->port80);
+    pci_free(p->pci);
+    rtc_free(p->rtc);
+    uart_free(p->com1);
+    pit_free(p->pit);
+    pic_free(p->pic);
+    io_bus_free(p->io);
+    *p = (struct platform){ 0 };
+}
+
+void platform_update(struct platform *p, uint64_t now)
+{
+    pit_update(p->pit, now);
+    rtc_update(p->rtc, now);
+}
+
+uint64_t platform_next_deadline(struct platform *p, uint64_t now)
+{
+    uint64_t a = pit_next_deadline(p->pit, now);
+    uint64_t b = rtc_next_deadline(p->rtc, now);
+    return a < b ? a : b;
+}

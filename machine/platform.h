@@ -1,0 +1,71 @@
+/* The PC platform: creates the I/O bus and every legacy device, wired to its ports and IRQ lines, in one call. */
+#ifndef RING3_HW_PLATFORM_H
+#define RING3_HW_PLATFORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "block/image.h"
+#include "hw/clock.h"
+#include "hw/debugexit.h"
+#include "hw/i8042.h"
+#include "hw/io.h"
+#include "hw/irq.h"
+#include "hw/pci.h"
+#include "hw/pic.h"
+#include "hw/pit.h"
+#include "hw/port80.h"
+#include "hw/rtc.h"
+#include "hw/uart.h"
+#include "virtio/blk.h"
+
+#define PLATFORM_NO_DEADLINE UINT64_MAX
+#define PLATFORM_MAX_DISKS 4
+
+struct platform_config {
+    uint64_t mem_bytes;             /* guest RAM, for the CMOS size bytes */
+    const struct hw_clock *clock;   /* NULL: hw_clock_monotonic */
+    int64_t wall_ns;                /* RTC start time; 0: the host's time now */
+    struct irq_line *intr;          /* the CPU's INTR pin (see pic_init) */
+    uart_tx_fn *console_tx;         /* COM1 output sink (see uart_init) */
+    void *console_opaque;
+    debugexit_fn *exit_notify;      /* may be NULL (see debugexit_init) */
+    void *exit_opaque;
+    bool no_debugexit;              /* leave ports 0xF4-0xF7 unmapped */
+    const struct guestmem *gm;      /* what the disks' DMA reaches (with ndisks > 0) */
+    struct disk_image *disks[PLATFORM_MAX_DISKS];  /* vda, vdb, ...: the platform owns them */
+    unsigned ndisks;
+};
+
+struct platform {
+    struct io_bus *io;
+    struct pic *pic;
+    struct pit *pit;        /* channel 0 -> IRQ0 */
+    struct uart *com1;      /* 0x3F8 -> IRQ4 */
+    struct rtc *rtc;        /* 0x70 -> IRQ8 */
+    struct pci_bus *pci;
+    struct debugexit *debugexit;    /* NULL with no_debugexit */
+    struct port80 *port80;
+    struct i8042 *i8042;    /* 0x60, 0x64: the reset line */
+    struct virtio_blk *disk[PLATFORM_MAX_DISKS];    /* PCI 00:04.0 on, IRQ 11, 10, 9, 5 */
+    const struct hw_clock *clock;
+};
+
+/* Fill (p) with a new I/O bus holding the 8259 pair (0x20, 0xA0, ELCR
+ * 0x4D0), the 8254 (0x40-0x43, port B 0x61), COM1 (0x3F8-0x3FF), the CMOS
+ * RTC (0x70-0x71), PCI configuration (0xCF8, 0xCFC), isa-debug-exit
+ * (0xF4-0xF7), port 0x80 and the virtio disks, as (cfg) says. Returns 0, or
+ * -1 (out of memory) with nothing left allocated (the disk images closed). */
+int platform_init(struct platform *p, const struct platform_config *cfg);
+
+/* Free everything platform_init() made. */
+void platform_destroy(struct platform *p);
+
+/* Bring the timers' interrupts up to time (now) (see pit_update, rtc_update). */
+void platform_update(struct platform *p, uint64_t now);
+
+/* The earliest time (clock ns, >= now) at which platform_update() may raise
+ * an interrupt, or PLATFORM_NO_DEADLINE: how long the event loop may sleep. */
+uint64_t platform_next_deadline(struct platform *p, uint64_t now);
+
+#endif

@@ -1,0 +1,172 @@
+/* The CPU the guest sees: the host's CPUID with what ring3 does not emulate taken out, and the MSRs. */
+#include <asm/prctl.h>
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#include "cpu_model.h"
+
+#include "vcpu.h"
+
+#define MSR_TSC           0x10
+#define MSR_SYSENTER_CS   0x174
+#define MSR_SYSENTER_ESP  0x175
+#define MSR_SYSENTER_EIP  0x176
+#define MSR_MISC_ENABLE   0x1A0
+#define MSR_PAT           0x277
+#define MSR_TSC_AUX       0xC0000103
+#define MSR_AMD_HWCR      0xC0010015
+#define MSR_AMD_NB_CFG    0xC001001F
+#define HWCR_TSC_FREQ_SEL (1ull << 24)  /* the TSC counts at the P0 frequency */
+
+/* Leaf 1 EDX (SDM vol. 2, CPUID, Table 3-11): keep FPU, PSE, TSC, MSR, CX8,
+ * SEP, PGE, CMOV, PAT, CLFSH, MMX, FXSR, SSE, SSE2. Hidden: VME, DE, PAE, MCE,
+ * APIC, MTRR, MCA, PSE-36, DS, ACPI, SS, HTT, TM, PBE (nothing emulates them). */
+#define B(n) (1u << (n))
+#define LEAF1_EDX_KEEP (B(0) | B(3) | B(4) | B(5) | B(8) | B(11) | B(13) | B(15) | B(16) | B(19) | \
+                        B(23) | B(24) | B(25) | B(26))
+/* Leaf 1 ECX: hidden are DTES64, MONITOR, DS-CPL, VMX, SMX, EST, TM2, CNXT-ID,
+ * SDBG, xTPR, PDCM, PCID, DCA, x2APIC and TSC-deadline. XSAVE, OSXSAVE and AVX
+ * stay as the host has them: guest processes run on the real CPU and see its
+ * vector state, so the guest kernel must save all of it (DESIGN.md). */
+#define LEAF1_ECX_HIDE (B(2) | B(3) | B(4) | B(5) | B(6) | B(7) | B(8) | B(10) | B(11) | B(14) | \
+                        B(15) | B(17) | B(18) | B(21) | B(24))
+/* Leaf 7 EBX: hidden are SMEP, INVPCID, SMAP and the Intel PT, RDT and SGX bits. */
+#define LEAF7_EBX_HIDE (B(2) | B(7) | B(10) | B(12) | B(15) | B(20) | B(25))
+/* Leaf 7 ECX: hidden are UMIP, PKU and OSPKE. */
+#define LEAF7_ECX_HIDE (B(2) | B(3) | B(4))
+
+/* CPUID faulting (arch_prctl ARCH_SET_CPUID; Intel CPUs have it, this
+ * kernel's AMD support needs Zen 4's CpuidUserDis): when on, a guest
+ * process's cpuid raises #GP and gets the same filtered view as the guest
+ * kernel, instead of the host's. The monitor's own cpuid faults too, so it
+ * turns faulting off around it. */
+static bool cpuid_faulting;
+
+bool cpu_cpuid_faulting_on(void)
+{
+    cpuid_faulting = syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) == 0;
+    return cpuid_faulting;
+}
+
+static void host_cpuid(uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+    if (cpuid_faulting)
+        syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
+    __cpuid_count(leaf, sub, out[0], out[1], out[2], out[3]);
+    if (cpuid_faulting)
+        syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0);
+}
+
+void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+    (void)v;
+    host_cpuid(leaf, sub, out);
+    switch (leaf) {
+    case 1:
+        out[1] &= 0x0000FFFFu;     /* one logical CPU, APIC ID 0 */
+        out[2] &= ~LEAF1_ECX_HIDE;
+        out[3] &= LEAF1_EDX_KEEP;
+        break;
+    case 7:
+        if (sub == 0) {
+            out[1] &= ~LEAF7_EBX_HIDE;
+            out[2] &= ~LEAF7_ECX_HIDE;
+            out[3] = 0;             /* speculation-control MSRs are not emulated */
+        }
+        break;
+    case 0xD:
+        if (sub == 0) {
+            /* The guest's XCR0 is the host's: xsetbv is not the guest's to change, and the
+             * XSAVE its kernel runs natively saves what the host's XCR0 enables. So offer
+             * exactly that mask, and the size of its save area (SDM vol. 1, 13.2). */
+            uint32_t lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            uint64_t xcr0 = lo | (uint64_t)hi << 32;
+            out[0] = (uint32_t)xcr0;
+            out[3] = (uint32_t)(xcr0 >> 32);
+            out[2] = out[1];
+        }
+        if (sub == 1) {
+            /* XSAVES is a CPL-0 instruction, not emulated. XSAVEC goes too: its
+             * compacted size here (EBX) counts the host's IA32_XSS states, which
+             * the guest does not have, so the guest keeps the standard format. */
+            uint32_t std[4];
+            host_cpuid(0xD, 0, std);
+            out[0] &= ~(B(1) | B(3));
+            out[1] = std[1];
+            out[2] = out[3] = 0;
+        }
+        break;
+    case 0x80000001:
+        out[2] &= B(0) | B(5) | B(8);       /* LAHF, ABM, PREFETCHW */
+        out[3] &= ~(B(11) | B(20) | B(26) | B(27) | B(29));  /* SYSCALL, NX, 1G pages, RDTSCP, LM */
+        break;
+    default:
+        break;
+    }
+}
+
+bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
+{
+    switch (msr) {
+    case MSR_TSC: *value = __rdtsc(); return true;
+    case MSR_SYSENTER_CS: *value = v->sysenter_cs; return true;
+    case MSR_SYSENTER_ESP: *value = v->sysenter_esp; return true;
+    case MSR_SYSENTER_EIP: *value = v->sysenter_eip; return true;
+    case MSR_PAT: *value = v->msr_misc[0]; return true;
+    case MSR_MISC_ENABLE: *value = v->msr_misc[1]; return true;
+    /* RDTSCP and RDPID read the host's TSC_AUX when guest code runs them natively;
+     * the guest kernel's own reads and writes see its value. */
+    case MSR_TSC_AUX: *value = v->msr_misc[3]; return true;
+    /* Linux reads and sets these on AMD CPUs without a fault handler; they hold
+     * nothing ring3 models (AMD BKDG: HWCR, NB_CFG) but HWCR's TscFreqSel. */
+    case MSR_AMD_HWCR: *value = HWCR_TSC_FREQ_SEL; return true;
+    case MSR_AMD_NB_CFG: *value = 0; return true;
+    default: return false;       /* #GP(0), as for an MSR the CPU does not have */
+    }
+}
+
+bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
+{
+    switch (msr) {
+    case MSR_TSC: return true;   /* the TSC is the host's; writes are dropped */
+    case MSR_SYSENTER_CS: v->sysenter_cs = (uint32_t)value; return true;
+    case MSR_SYSENTER_ESP: v->sysenter_esp = (uint32_t)value; return true;
+    case MSR_SYSENTER_EIP: v->sysenter_eip = (uint32_t)value; return true;
+    case MSR_PAT: v->msr_misc[0] = value; return true;
+    case MSR_MISC_ENABLE: v->msr_misc[1] = value; return true;
+    case MSR_TSC_AUX: v->msr_misc[3] = (uint32_t)value; return true;
+    case MSR_AMD_HWCR: case MSR_AMD_NB_CFG: return true;
+    default: return false;
+    }
+}
+
+void cpu_reset_msrs(struct vcpu *v)
+{
+    v->msr_misc[0] = 0x0007040600070406ull;     /* the PAT's power-up value */
+    v->msr_misc[1] = 1;                         /* fast strings enabled */
+}
+
+uint32_t cpu_tsc_khz(void)
+{
+    /* The TSC against CLOCK_MONOTONIC_RAW over 10 ms: the host's TSC is the
+     * guest's (rdtsc runs natively), and the guest cannot calibrate it
+     * against an emulated PIT whose reads take microseconds with jitter. */
+    static uint32_t khz;
+    struct timespec t0, t1;
+    uint64_t c0, c1;
+    if (khz)
+        return khz;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &t0);
+    c0 = __rdtsc();
+    do {
+        clock_gettime(CLOCK_MONOTONIC_RAW, &t1);
+    } while ((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec) < 10000000);
+    c1 = __rdtsc();
+    int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+    khz = (uint32_t)((c1 - c0) * 1000000ull / (uint64_t)ns);
+    return khz;
+}

@@ -1,0 +1,19 @@
+/* The CPU the guest sees: cpuid and MSRs. */
+#ifndef RING3_CPU_MODEL_H
+#define RING3_CPU_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vcpu.h"
+
+void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
+bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value);
+bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value);
+void cpu_reset_msrs(struct vcpu *v);
+/* Make guest processes' cpuid trap (#GP) where the host allows it; returns whether it does. */
+bool cpu_cpuid_faulting_on(void);
+/* The host's TSC frequency in kHz, measured over 10 ms on the first call. */
+uint32_t cpu_tsc_khz(void);
+
+#endif

@@ -1,0 +1,412 @@
+/* The runtime blob copied to R3_CODE: 32-bit entry stubs and the 64-bit gate.
+ *
+ * Rewritten guest code calls `*R3_TABLE+4*N`; the table points at the stubs
+ * below. The fast stubs (sti, pushf fixup, popf, and the kernel's common
+ * segment-register pushes and loads) run in 32-bit compatibility mode and
+ * touch only the shared page, the guest's stack and its GDT. Every other entry, and the fast ones
+ * when an interrupt is pending, far-jumps to the 64-bit trampoline, which
+ * saves the guest registers in the shared page, moves to the monitor's stack
+ * and TLS base, and calls the monitor's gate handler. The way back is one
+ * iretq, which loads CS, EIP, EFLAGS, SS and ESP at once.
+ *
+ * The blob is position-independent: it names the shared page and itself by
+ * their fixed guest addresses, and its own labels only as offsets.
+ */
+#include "ring3/abi.h"
+
+#include "shared.h"
+
+#define HOST_CS64   0x33        /* the host's 64-bit user code segment */
+#define SH(off)     (R3_SHARED + (off))
+#define BLOB(label) (R3_CODE + ((label) - r3_blob))
+#define GATE_STUB_SIZE 32
+#define SUD_ALLOW   0           /* SYSCALL_DISPATCH_FILTER_ALLOW */
+#define SUD_BLOCK   1           /* SYSCALL_DISPATCH_FILTER_BLOCK */
+#define EFLAGS_IF   0x200
+#define EFLAGS_IOPL 0x3000
+#define EFLAGS_TF   0x100
+#define EFLAGS_DF   0x400
+#define EFLAGS_AC   0x40000
+#define EFLAGS_ID   0x200000
+
+/* The entry numbers as assembler symbols R3_E_<name>. */
+#define R3_ASM_SET(num, name, words, path, contract) .set R3_E_##name, num;
+R3_ENTRIES(R3_ASM_SET)
+
+    .section .rodata.r3_blob, "a"
+    .balign 64
+    .globl r3_blob, r3_blob_end
+r3_blob:
+/* Header, read by monitor/cpu/runtime.c (struct r3_blob_header). */
+    .long stub_sti - r3_blob
+    .long stub_pushf - r3_blob
+    .long stub_popf - r3_blob
+    .long gate_stubs - r3_blob
+    .long GATE_STUB_SIZE
+    .long exit64 - r3_blob
+    .long stub_push_sreg - r3_blob
+    .long stub_mov_to_sreg - r3_blob
+    .long stub_pop_sreg - r3_blob
+    .long 0                     /* the quads below are 8-byte aligned, as in C */
+mon_rsp:     .quad 0            /* filled in before the page is made read-only */
+mon_fsbase:  .quad 0
+mon_handler: .quad 0
+mon_sud:     .quad 0            /* address of the Syscall User Dispatch selector byte */
+mon_xsave:   .quad 0            /* 64-byte aligned XSAVE area for the guest's vector state */
+    .balign 16
+
+    .code32
+/* sti: virtual IF := 1; a waiting interrupt needs the monitor. */
+stub_sti:
+    movb $1, %ss:SH(SH_VIF)
+    pushfl
+    cmpb $0, %ss:SH(SH_PENDING)
+    jne 1f
+    popfl
+    ret
+1:  popfl
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_STI
+
+/* After an inline pushfl: put the virtual IF (and IOPL 0) into the image. */
+stub_pushf:
+    pushfl
+    andl $~(EFLAGS_IF | EFLAGS_IOPL), 8(%esp)
+    testb $1, %ss:SH(SH_VIF)
+    jz 1f
+    orl $EFLAGS_IF, 8(%esp)
+1:  popfl
+    ret
+
+/* popf: arithmetic flags, DF, TF, AC, NT from the image; IF into the shared
+ * page. At CPL 3 the CPU ignores the image's IF and IOPL (SDM vol. 2, POPF). */
+stub_popf:
+    testl $EFLAGS_IF, 4(%esp)
+    jz 1f
+    movb $1, %ss:SH(SH_VIF)
+    cmpb $0, %ss:SH(SH_PENDING)
+    jne 3f
+    jmp 2f
+1:  movb $0, %ss:SH(SH_VIF)
+2:  pushl 4(%esp)
+    popfl
+    ret $4
+3:  jmp gate_stubs + GATE_STUB_SIZE * R3_E_POPF
+
+/* push %sreg, 32-bit, at CPL 0: the virtual selector the monitor published,
+ * zero-extended (SDM vol. 2, PUSH: the CPU writes 2 or 4 bytes; the rest
+ * goes to the gate). The words of the site are reused: the AUX slot becomes
+ * the pushed value and the return address moves up over DESC. */
+stub_push_sreg:
+    pushl %eax
+    pushfl                      /* +8 return address, +12 DESC, +16 AUX */
+    cmpl $0, %ss:SH(SH_CPL)
+    jne 1f
+    movl 12(%esp), %eax
+    testb $0x80, %al            /* DESC SIZE 2: a 32-bit push */
+    jz 1f
+    andl $0xF, %eax
+    cmpl $5, %eax
+    ja 1f
+    movl %ss:SH(SH_VSEL)(,%eax,4), %eax
+    movl %eax, 16(%esp)
+    movl 8(%esp), %eax
+    movl %eax, 12(%esp)
+    popfl
+    popl %eax
+    leal 4(%esp), %esp          /* lea keeps the flags */
+    ret
+1:  popfl
+    popl %eax
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_PUSH_SREG
+
+/* mov r16/m16, %sreg and pop %sreg (32-bit) at CPL 0, for es, ds, fs and
+ * gs: when the selector is the one the monitor last loaded into that register
+ * (SH_SEGC) and its GDT descriptor still reads as it did, every check the CPU
+ * makes (SDM vol. 2, MOV and POP) comes out as it did then, so the same host
+ * selector goes into the register. mov takes a register, or memory at
+ * disp(%esp); the rest, and any miss, go to the gate. The monitor takes the
+ * new state from SH_FASTLOAD. %edi says which of the two is running. */
+stub_pop_sreg:
+    pushfl
+    pushal                      /* +28 eax ... +0 edi, +32 flags, +36 return, +40 DESC, +44 AUX, +48 the word popped */
+    movl $1, %edi
+    testb $0x80, 40(%esp)       /* DESC SIZE 2: a 32-bit pop */
+    jz 9f
+    movzwl 48(%esp), %eax
+    movl 40(%esp), %ecx
+    jmp 2f
+
+stub_mov_to_sreg:
+    pushfl
+    pushal                      /* as above */
+    xorl %edi, %edi
+    movl 40(%esp), %ebx
+    movl %ebx, %ecx
+    movl %ebx, %eax
+    andl $0x30, %eax            /* KIND */
+    cmpl $0x10, %eax
+    je 1f
+    cmpl $0x20, %eax
+    jne 9f
+    movl %ebx, %eax
+    andl $0x1CFF00, %eax        /* BASE %esp, no INDEX, no segment override */
+    cmpl $0x8400, %eax
+    jne 9f
+    movl 44(%esp), %eax
+    movzwl 48(%esp,%eax), %eax  /* %esp at the site is %esp + 48 here */
+    jmp 2f
+1:  movl %ebx, %eax
+    shrl $8, %eax
+    andl $0xF, %eax             /* the source register, not %esp */
+    cmpl $4, %eax
+    je 9f
+    cmpl $7, %eax
+    ja 9f
+    negl %eax
+    movzwl 28(%esp,%eax,4), %eax
+2:  /* %eax: the selector; %ecx: DESC, whose REG is the segment register */
+    cmpl $0, %ss:SH(SH_CPL)
+    jne 9f
+    andl $0xF, %ecx
+    cmpl $5, %ecx
+    ja 9f
+    movl $0x39, %ebx            /* es, ds, fs, gs */
+    btl %ecx, %ebx
+    jnc 9f
+    movl %ecx, %edx
+    shll $5, %edx               /* SEGC_SIZE */
+    cmpl %ss:SH(SH_SEGC + SEGC_SEL)(%edx), %eax
+    jne 9f
+    movl %ss:SH(SH_SEGC + SEGC_ADDR)(%edx), %ebx
+    testl %ebx, %ebx
+    jz 3f
+    movl %ss:(%ebx), %esi
+    cmpl %ss:SH(SH_SEGC + SEGC_LO)(%edx), %esi
+    jne 9f
+    movl %ss:4(%ebx), %esi
+    cmpl %ss:SH(SH_SEGC + SEGC_HI)(%edx), %esi
+    jne 9f
+3:  movl %eax, %ss:SH(SH_VSEL)(,%ecx,4)
+    btsl %ecx, %ss:SH(SH_FASTLOAD)
+    movl %ss:SH(SH_SEGC + SEGC_HOST)(%edx), %eax
+    cmpl $3, %ecx
+    jb 4f
+    je 5f
+    cmpl $4, %ecx
+    je 6f
+    movw %ax, %gs
+    jmp 7f
+4:  movw %ax, %es
+    jmp 7f
+5:  movw %ax, %ds
+    jmp 7f
+6:  movw %ax, %fs
+7:  testl %edi, %edi
+    jnz 8f
+    popal
+    popfl
+    ret $8
+8:  movl 36(%esp), %eax         /* pop: return with the popped word gone too */
+    movl %eax, 48(%esp)
+    popal
+    popfl
+    leal 12(%esp), %esp
+    ret
+9:  testl %edi, %edi
+    jnz 10f
+    popal
+    popfl
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_MOV_TO_SREG
+10: popal
+    popfl
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_POP_SREG
+
+/* One stub per entry number: far-jump at once to 64-bit code of its own,
+ * which notes the number. Nothing here touches memory through a data or
+ * stack segment, which at CPL 3 ends below the kernel's pages (segment.c),
+ * so the vDSO's gate calls work at CPL 3 too. */
+    .balign GATE_STUB_SIZE
+gate_stubs:
+    .set entry_no, 0
+    .rept R3_ENTRY_COUNT
+    .balign GATE_STUB_SIZE
+    ljmpl *%cs:BLOB(gate_farptrs + 8 * entry_no)
+    .set entry_no, entry_no + 1
+    .endr
+    .balign GATE_STUB_SIZE
+
+gate_farptrs:
+    .set entry_no, 0
+    .rept R3_ENTRY_COUNT
+    .long BLOB(gate_stubs64 + GATE_STUB_SIZE * entry_no)
+    .word HOST_CS64, 0
+    .set entry_no, entry_no + 1
+    .endr
+
+    .code64
+/* In 64-bit mode segment limits do not apply (SDM vol. 3, 5.3.1); the shared
+ * page is reached RIP-relative, at its fixed distance from this code. */
+#define SH64(off) (r3_blob - R3_CODE + R3_SHARED + (off))
+    .balign GATE_STUB_SIZE
+gate_stubs64:
+    .set entry_no, 0
+    .rept R3_ENTRY_COUNT
+    .balign GATE_STUB_SIZE
+    movl %eax, SH64(SH_EAX)(%rip)
+    movl $entry_no, SH64(SH_ENTRY)(%rip)
+    jmp tramp64
+    .set entry_no, entry_no + 1
+    .endr
+    .balign GATE_STUB_SIZE
+
+/* The gate, now in 64-bit mode on the guest's stack with the guest's TLS base. */
+tramp64:
+    movl $R3_SHARED, %eax
+    movl %ecx, SH_ECX(%rax)
+    movl %edx, SH_EDX(%rax)
+    movl %ebx, SH_EBX(%rax)
+    movl %esp, SH_ESP(%rax)
+    movl %ebp, SH_EBP(%rax)
+    movl %esi, SH_ESI(%rax)
+    movl %edi, SH_EDI(%rax)
+    movq mon_rsp(%rip), %rsp
+    movq mon_sud(%rip), %rcx    /* the monitor may make system calls again */
+    movb $SUD_ALLOW, (%rcx)
+    pushfq
+    popq %rcx
+    movl %ecx, SH_EFLAGS(%rax)
+    movl %es, %ecx              /* a 32-bit register destination zero-extends */
+    movl %ecx, SH_ES(%rax)
+    movl %ds, %ecx
+    movl %ecx, SH_DS(%rax)
+    movl %fs, %ecx
+    movl %ecx, SH_FS(%rax)
+    movl %gs, %ecx
+    movl %ecx, SH_GS(%rax)
+    rdfsbase %rcx
+    movq %rcx, SH_FSBASE(%rax)
+    rdgsbase %rcx
+    movq %rcx, SH_GSBASE(%rax)
+    movq mon_fsbase(%rip), %rcx
+    wrfsbase %rcx
+    pushq $2                    /* DF, AC and TF clear for C code */
+    popfq
+    /* The guest's x87/SSE/AVX registers: monitor C code (and the libc it
+     * calls) uses them, and a guest process's state may be live in them
+     * while its kernel runs. XSAVE with every component of XCR0 (SDM vol. 1, 13.7). */
+    movq mon_xsave(%rip), %rcx
+    movl $-1, %eax
+    movl $-1, %edx
+    xsave64 (%rcx)
+    call *mon_handler(%rip)
+    /* fall through: back to the guest as the shared page now says */
+
+/* Load the guest state from the shared page and iretq into it. Also the
+ * first entry into the guest (monitor/cpu/runtime.c calls it). */
+exit64:
+    movq mon_xsave(%rip), %rcx
+    movl $-1, %eax
+    movl $-1, %edx
+    xrstor64 (%rcx)
+    movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */
+    movb $SUD_BLOCK, (%rcx)
+    movl $R3_SHARED, %eax
+    movw SH_ES(%rax), %es
+    movw SH_DS(%rax), %ds
+    movw SH_FS(%rax), %fs
+    movw SH_GS(%rax), %gs
+    movq SH_FSBASE(%rax), %rcx
+    wrfsbase %rcx
+    movq SH_GSBASE(%rax), %rcx
+    wrgsbase %rcx
+    movl SH_SS(%rax), %ecx
+    pushq %rcx
+    movl SH_ESP(%rax), %ecx
+    pushq %rcx
+    movl SH_EFLAGS(%rax), %ecx
+    pushq %rcx
+    movl SH_CS(%rax), %ecx
+    pushq %rcx
+    movl SH_EIP(%rax), %ecx
+    pushq %rcx
+    movl SH_ECX(%rax), %ecx
+    movl SH_EDX(%rax), %edx
+    movl SH_EBX(%rax), %ebx
+    movl SH_EBP(%rax), %ebp
+    movl SH_ESI(%rax), %esi
+    movl SH_EDI(%rax), %edi
+    movl SH_EAX(%rax), %eax
+    iretq
+r3_blob_end:
+
+/* Host signal handlers start here, before any C: the guest may have left its
+ * own FS base loaded, and glibc reads its TLS (errno, the stack canary)
+ * through FS. The C handler returns the FS base to reinstate. */
+    .text
+    .globl r3_signal_entry
+    .type r3_signal_entry, @function
+r3_signal_entry:
+    /* The host clears DF and TF for a handler but leaves AC as the guest set
+     * it (popf): with the host's CR0.AM, C code would take #AC on its first
+     * unaligned access. sigreturn restores the guest's from the frame. ID
+     * stays: sigreturn takes it from the flags live at rt_sigreturn. */
+    pushfq
+    andq $~(EFLAGS_AC | EFLAGS_DF | EFLAGS_TF), (%rsp)
+    popfq
+    pushq %rbx
+    pushq %r12
+    subq $8, %rsp
+    rdfsbase %rbx
+    movq r3_monitor_fsbase(%rip), %rax
+    wrfsbase %rax
+    movzbl r3_sud_selector(%rip), %r12d
+    movb $SUD_ALLOW, r3_sud_selector(%rip)
+    movq %rbx, %rcx             /* 4th argument: the interrupted FS base */
+    call r3_signal_c
+    /* An emulation in the handler (insert mode) may have changed what the
+     * host's sigreturn does not restore from the frame: the FS and GS
+     * selectors and the GS base (loaded as exit64 does; C code could not
+     * load FS itself), and EFLAGS.ID (outside the flags sigreturn takes
+     * from the frame, it keeps the live one). */
+    cmpb $0, r3_signal_reload_state(%rip)
+    je 1f
+    movb $0, r3_signal_reload_state(%rip)
+    movl $R3_SHARED, %ecx
+    movw SH_FS(%rcx), %fs
+    movw SH_GS(%rcx), %gs
+    movq SH_GSBASE(%rcx), %rdx
+    wrgsbase %rdx
+    movl SH_EFLAGS(%rcx), %edx
+    andl $EFLAGS_ID, %edx
+    pushfq
+    andq $~EFLAGS_ID, (%rsp)
+    orq %rdx, (%rsp)
+    popfq
+1:  wrfsbase %rax
+    movb %r12b, r3_sud_selector(%rip)
+    addq $8, %rsp
+    popq %r12
+    popq %rbx
+    ret
+    .size r3_signal_entry, . - r3_signal_entry
+
+/* The signal restorer, and the only code Syscall User Dispatch lets make a
+ * system call while the selector blocks: rt_sigreturn must reach the kernel. */
+    .globl r3_sigreturn, r3_sigreturn_end
+    .type r3_sigreturn, @function
+r3_sigreturn:
+    movl $15, %eax              /* __NR_rt_sigreturn */
+    syscall
+    ud2                         /* the kernel checks the address after syscall: keep it in range */
+r3_sigreturn_end:
+    .size r3_sigreturn, . - r3_sigreturn
+
+    .data
+    .globl r3_sud_selector
+r3_sud_selector:
+    .byte SUD_ALLOW
+    .globl r3_signal_reload_state
+r3_signal_reload_state:
+    .byte 0
+
+    .section .note.GNU-stack, "", @progbits

@@ -1,0 +1,73 @@
+/* Descriptors and segment registers: the protected-mode checks of every segment load (SDM vol. 3, 5). */
+#ifndef RING3_SEGMENT_H
+#define RING3_SEGMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vcpu.h"
+
+/* Load segment register (sreg) with (selector) following the protected-mode
+ * checks of MOV to a segment register (SDM vol. 2, MOV; vol. 3, 5.10):
+ * raises #GP, #SS or #NP as the hardware would. */
+void seg_load(struct vcpu *v, unsigned sreg, uint16_t selector);
+
+/* seg_load with the checks made for privilege level (cpl), as a far return
+ * or an interrupt does for the stack of the level it moves to. */
+void seg_load_at_cpl(struct vcpu *v, unsigned sreg, uint16_t selector, unsigned cpl);
+
+/* On a return to outer level (cpl), data segment registers that level may
+ * not use become null (SDM vol. 3, 5.8.6; vol. 2, IRET and RET). */
+void seg_null_inaccessible(struct vcpu *v, unsigned cpl);
+
+/* Set segment register (sreg) without checks, e.g. from a loader or iret. */
+void seg_set(struct vcpu *v, unsigned sreg, uint16_t selector, const struct seg *cache);
+
+/* Read the 8-byte descriptor for (selector) from the GDT or LDT into
+ * (cache); returns false when the selector is outside the table limit. */
+bool seg_read_descriptor(struct vcpu *v, uint16_t selector, uint64_t *raw);
+void seg_decode(uint64_t raw, uint16_t selector, struct seg *out);
+
+/* Linear address of (offset) in segment (sreg) for an access of (len)
+ * bytes, checking the limit: #GP(0) or #SS(0) outside it. */
+uint32_t seg_linear(struct vcpu *v, unsigned sreg, uint32_t offset, uint32_t len);
+
+/* Copy the guest's TLS descriptors (GDT entries 12-14) into the host's, so
+ * that guest user code can load their selectors itself. On every way out
+ * to CPL 3: the guest kernel writes them with plain stores (load_TLS). */
+void seg_sync_tls(struct vcpu *v);
+
+/* The set_thread_area descriptor of guest TLS entry (i) (0-2; GDT entry
+ * 12 + i) as it is now, an empty one when set_thread_area would not take it:
+ * what a stub's host GDT needs (monitor/mmu/aspace.c). */
+struct user_desc;
+void seg_tls_descriptor(struct vcpu *v, unsigned i, struct user_desc *d);
+
+/* After an entry from CPL 3: the real selectors (real, sreg order) and
+ * FS/GS bases of the interrupted guest code. A data segment register whose
+ * selector differs from what the monitor loaded was loaded by the guest
+ * process itself; take it into the virtual state. */
+void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint64_t gsbase);
+
+/* Point the host LDT's user data entry at [0, top): the segment user mode's
+ * flat DS and ES run on while supervisor pages at and above (top) stay
+ * mapped. Returns false when the host refuses (the caller unmaps instead). */
+bool seg_set_user_limit(struct vcpu *v, uint32_t top);
+
+/* After a change of CPL or of v->user_limit: put flat DS, ES and SS on the
+ * limited user entry at CPL 3 with a limit, on the host's flat segment otherwise. */
+void seg_user_data(struct vcpu *v);
+
+/* The fast segment-register paths of the runtime stubs (SH_SEGC, SH_VSEL):
+ * publish the virtual selectors and CPL before going back to the guest;
+ * adopt the loads the stubs made, first thing on every monitor entry; forget
+ * every remembered load when the GDT moves (lgdt). */
+void seg_publish(struct vcpu *v);
+void seg_take_fast_loads(struct vcpu *v);
+void seg_forget_fast_loads(struct vcpu *v);
+
+/* Reset all segment registers to flat 4 GiB segments with the given
+ * selectors (the Multiboot entry state). */
+void seg_reset_flat(struct vcpu *v, uint16_t cs, uint16_t ds);
+
+#endif

@@ -1,0 +1,137 @@
+/* System registers: the control and debug registers, LDTR and TR, and the selector queries. */
+#include <string.h>
+
+#include "monitor/host/stats.h"
+#include "monitor/mmu/mmu.h"
+
+#include "access.h"
+#include "emulate.h"
+#include "segment.h"
+#include "vcpu.h"
+
+void sysreg_write_cr(struct vcpu *v, unsigned n, uint32_t value)
+{
+    uint32_t old;
+    switch (n) {
+    case 0:
+        if ((value & CR0_PG) && !(value & CR0_PE))
+            vcpu_raise(v, VEC_GP, 0);
+        old = v->cr0;
+        v->cr0 = value | CR0_ET;
+        if ((old ^ v->cr0) & (CR0_PG | CR0_WP | CR0_PE))
+            mmu_flush(v, false);
+        break;
+    case 2:
+        v->cr2 = value;
+        break;
+    case 3:
+        uint64_t t0 = stats_start();
+        v->cr3 = value;
+        mmu_new_cr3(v);
+        stats_cr3(t0);
+        break;
+    case 4:
+        /* Only what 2-level paging needs; PAE, VMXE, SMEP and the rest are refused.
+         * FSGSBASE is the host's, on whatever the guest says. */
+        if (value & ~(CR4_PSE | CR4_PGE | 0x200u /* OSFXSR */ | 0x400u /* OSXMMEXCPT */ |
+                      0x40000u /* OSXSAVE */ | 0x8u /* DE */ | 0x4u /* TSD */ | 0x100u /* PCE */ |
+                      0x10000u /* FSGSBASE */))
+            vcpu_raise(v, VEC_GP, 0);
+        old = v->cr4;
+        v->cr4 = value;
+        if ((old ^ value) & (CR4_PSE | CR4_PGE))
+            mmu_flush(v, false);
+        break;
+    default:
+        vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
+    }
+    TRACE(v, "cr%u <- %08x", n, value);
+}
+
+uint32_t sysreg_read_cr(struct vcpu *v, unsigned n)
+{
+    switch (n) {
+    case 0: return v->cr0;
+    case 2: return v->cr2;
+    case 3: return v->cr3;
+    case 4: return v->cr4;
+    default: vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
+    }
+}
+
+unsigned sysreg_dr_index(struct vcpu *v, unsigned n)
+{
+    if (n == 4 || n == 5) {
+        if (v->cr4 & 0x8u)
+            vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
+        return n + 2;
+    }
+    return n;
+}
+
+void sysreg_load_system_segment(struct vcpu *v, bool task, uint16_t sel)
+{
+    struct seg *dst = task ? &v->tr : &v->ldtr;
+    if ((sel & ~3u) == 0) {
+        if (task)
+            vcpu_raise(v, VEC_GP, 0);
+        memset(dst, 0, sizeof *dst);
+        return;
+    }
+    uint64_t raw;
+    if ((sel & 4) || !seg_read_descriptor(v, sel, &raw))
+        vcpu_raise(v, VEC_GP, sel & ~3u);
+    struct seg s;
+    seg_decode(raw, sel, &s);
+    unsigned type = s.attr & 0x1F;
+    if (task ? (type != 0x09 && type != 0x01) : type != 0x02)
+        vcpu_raise(v, VEC_GP, sel & ~3u);
+    if (!(s.attr & 0x80))
+        vcpu_raise(v, VEC_NP, sel & ~3u);
+    if (task) {
+        /* ltr marks the TSS busy in its descriptor (SDM vol. 2, LTR). */
+        uint8_t b = (uint8_t)((raw >> 40) | 2);
+        mmu_write(v, v->gdtr.base + (sel & ~7u) + 5, &b, 1, true);
+        s.attr |= 2;
+    }
+    *dst = s;
+    TRACE(v, "%s <- %04x base %08x limit %08x", task ? "tr" : "ldtr", sel, s.base, s.limit);
+}
+
+void sysreg_selector_query(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
+{
+    uint16_t sel = (uint16_t)rm_read(v, desc, aux, 2);
+    uint64_t raw;
+    if ((sel & ~3u) == 0 || !seg_read_descriptor(v, sel, &raw)) {
+        set_zf(v, false);
+        return;
+    }
+    struct seg s;
+    seg_decode(raw, sel, &s);
+    unsigned type = s.attr & 0x1F, dpl = (s.attr >> 5) & 3, rpl = sel & 3;
+    bool code = (type & 0x18) == 0x18, data = (type & 0x18) == 0x10;
+    bool conforming = code && (type & 4);
+    bool privileged_ok = conforming || (dpl >= v->cpl && dpl >= rpl);
+    bool ok;
+    switch (entry) {
+    case R3_E_LAR:
+        ok = (code || data || type == 1 || type == 2 || type == 3 || type == 4 || type == 5 ||
+              type == 9 || type == 0xB || type == 0xC) && privileged_ok;
+        if (ok)
+            reg_write(regs(v), R3_D_REG(desc), operand_bytes(desc), (uint32_t)(raw >> 32) & 0x00F0FF00u);
+        break;
+    case R3_E_LSL:
+        ok = (code || data || type == 1 || type == 2 || type == 3 || type == 9 || type == 0xB) &&
+             privileged_ok;
+        if (ok)
+            reg_write(regs(v), R3_D_REG(desc), operand_bytes(desc), s.limit);
+        break;
+    case R3_E_VERR:
+        ok = (data || (code && (type & 2))) && privileged_ok;
+        break;
+    default:
+        ok = data && (type & 2) && privileged_ok;
+        break;
+    }
+    set_zf(v, ok);
+}

@@ -1,0 +1,18 @@
+/* Time, host input and waiting: the devices advanced to now, and the host timer armed for the next deadline. */
+#ifndef RING3_EVENTS_H
+#define RING3_EVENTS_H
+
+#include <stdint.h>
+
+#include "monitor/cpu/vcpu.h"
+
+uint64_t events_now(void);
+void events_poll(struct vcpu *v);          /* advance the devices to now; never blocks */
+void events_input(struct vcpu *v);         /* move waiting host input into the UART */
+void events_wait(struct vcpu *v);          /* hlt: sleep until an interrupt can be taken */
+void events_arm(struct vcpu *v);           /* arm the host timer for the next device deadline */
+void events_arm_soon(struct vcpu *v);      /* arm it for a moment from now */
+void events_alarm(void);                   /* the host timer fired (signal context) */
+int events_init(struct vcpu *v);
+
+#endif

@@ -1,0 +1,342 @@
+/* The command line of `ring3 run`: qemu-like flags parsed with getopt_long_only. */
+#include "options.h"
+
+#include "lib/fail.h"
+#include "lib/version.h"
+#include "memory/guestmem.h"
+
+#include <ctype.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Values for options that have no one-letter form. */
+enum {
+    OPT_APPEND = 256,
+    OPT_INITRD,
+    OPT_SERIAL,
+    OPT_TRACE,
+    OPT_TRACE_FILE,
+    OPT_VERSION,
+    OPT_CMD,
+    OPT_TIME,
+    OPT_STATS,
+    OPT_ISOLATION,
+    OPT_STUBS,
+    OPT_DISK,
+};
+
+/* getopt_long_only also takes each of these with a single dash, as qemu
+ * spells them (-append, -initrd, -serial). */
+static const struct option long_options[] = {
+    { "append",     required_argument, NULL, OPT_APPEND },
+    { "initrd",     required_argument, NULL, OPT_INITRD },
+    { "serial",     required_argument, NULL, OPT_SERIAL },
+    { "trace",      no_argument,       NULL, OPT_TRACE },
+    { "trace-file", required_argument, NULL, OPT_TRACE_FILE },
+    { "cmd",        required_argument, NULL, OPT_CMD },
+    { "time",       no_argument,       NULL, OPT_TIME },
+    { "stats",      no_argument,       NULL, OPT_STATS },
+    { "isolation",  required_argument, NULL, OPT_ISOLATION },
+    { "stubs",      required_argument, NULL, OPT_STUBS },
+    { "disk",       required_argument, NULL, OPT_DISK },
+    { "help",       no_argument,       NULL, 'h' },
+    { "version",    no_argument,       NULL, OPT_VERSION },
+    { NULL, 0, NULL, 0 },
+};
+
+/* build/bin/ring3 -> build/guest/(name), or "" when this executable's path is unknown. */
+static const char *build_file(char *buf, size_t size, const char *name)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash;
+
+    if (n <= 0)
+        return "";
+    exe[n] = '\0';
+    for (int up = 0; up < 2; up++) {
+        if (!(slash = strrchr(exe, '/')))
+            return "";
+        *slash = '\0';
+    }
+    snprintf(buf, size, "%s/guest/%s", exe, name);
+    return buf;
+}
+
+const char *options_default_kernel(void)
+{
+    static char path[4200];
+    return build_file(path, sizeof path, "bzImage");
+}
+
+const char *options_default_initrd(void)
+{
+    static char path[4200];
+    return build_file(path, sizeof path, "initramfs.cpio.gz");
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ring3 run [options] [KERNEL]\n"
+            "Runs the i386 kernel KERNEL as this process: a Linux bzImage or vmlinux (built with\n"
+            "ring3-as), or a Multiboot ELF. Without KERNEL: the default Linux and initramfs,\n"
+            "  %s\n  %s\n"
+            "\n"
+            "  -m SIZE              guest memory, 16M to 2G (default 256M; a plain number is MiB)\n"
+            "  --append CMDLINE     kernel command line (Linux: added to ring3's default one)\n"
+            "  --initrd FILE        initial ramdisk (a Multiboot module for Multiboot kernels);\n"
+            "                       alone, it replaces the default initramfs and keeps the kernel\n"
+            "  --cmd 'COMMAND'      boot the default Linux, run COMMAND in its shell with output\n"
+            "                       on stdout, power off, and exit with COMMAND's status\n"
+            "  --time               at exit, print the time to the first guest process and in all\n"
+            "  --stats              at exit, print a table of monitor events: gate calls by\n"
+            "                       entry, host signals by kind, exceptions, interrupts, cr3\n"
+            "                       writes, with counts and monitor time (like kvm_stat)\n"
+            "  --isolation process|none\n"
+            "                       where guest processes run: each guest address space in a\n"
+            "                       host process of its own, which cannot reach the guest kernel\n"
+            "                       or ring3 (process, the default); or in ring3's own process,\n"
+            "                       faster but open to a hostile guest process (none)\n"
+            "  --disk FILE[,readonly=on][,snapshot=on]\n"
+            "                       a raw disk image as a virtio disk: the first is /dev/vda,\n"
+            "                       then vdb.. (up to %u); readonly=on: the guest cannot write;\n"
+            "                       snapshot=on: writes go to a temporary overlay, dropped at exit\n"
+            "  --stubs N            guest address spaces that keep their host process, 1 to %u\n"
+            "                       (default %u; the least recently run one is reused)\n"
+            "  --serial stdio|file:PATH\n"
+            "                       where the serial console goes (default stdio)\n"
+            "  --trace              log every emulated event to stderr\n"
+            "  --trace-file PATH    log them to PATH instead (implies --trace)\n"
+            "  --help, --version\n"
+            "Options may also be written with one dash (-append, -initrd), as qemu does.\n",
+            options_default_kernel(), options_default_initrd(), OPTIONS_MAX_DISKS, OPTIONS_MAX_STUBS,
+            OPTIONS_DEFAULT_STUBS);
+}
+
+static int parse_isolation(const char *arg, struct r3_options *o)
+{
+    if (!strcmp(arg, "process"))
+        o->isolation_none = false;
+    else if (!strcmp(arg, "none"))
+        o->isolation_none = true;
+    else
+        return bad_input("--isolation '%s' is neither 'process' nor 'none'", arg);
+    return 0;
+}
+
+static int parse_stubs(const char *arg, struct r3_options *o)
+{
+    char *end;
+    unsigned long n = strtoul(arg, &end, 10);
+    if (*arg < '0' || *arg > '9' || *end || n < 1 || n > OPTIONS_MAX_STUBS)
+        return bad_input("--stubs '%s' is not a number from 1 to %u", arg, OPTIONS_MAX_STUBS);
+    o->stubs = (unsigned)n;
+    return 0;
+}
+
+/* An on/off value of a --disk flag, as qemu spells them. */
+static int parse_switch(const char *value, bool *out)
+{
+    if (!strcmp(value, "on") || !strcmp(value, "true") || !strcmp(value, "yes"))
+        *out = true;
+    else if (!strcmp(value, "off") || !strcmp(value, "false") || !strcmp(value, "no"))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+/* FILE[,readonly=on|off][,snapshot=on|off]. */
+static int parse_disk(const char *arg, struct r3_options *o)
+{
+    if (o->ndisks == OPTIONS_MAX_DISKS)
+        return bad_input("too many --disk options; ring3 has %u disk slots",
+                OPTIONS_MAX_DISKS);
+    struct disk_spec *d = &o->disks[o->ndisks];
+    size_t n = strcspn(arg, ",");
+    char *path = strndup(arg, n);
+    if (path == NULL || n == 0) {
+        fprintf(stderr, "ring3: --disk '%s' names no file; give --disk FILE[,readonly=on]"
+                "[,snapshot=on]\n", arg);
+        free(path);
+        return 2;
+    }
+    *d = (struct disk_spec){ .path = path };
+    for (const char *p = arg + n; *p == ','; ) {
+        const char *flag = p + 1;
+        size_t len = strcspn(flag, ",");
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, flag);
+        char *eq = strchr(buf, '=');
+        bool *target = NULL;
+        if (eq) {
+            *eq = '\0';
+            target = !strcmp(buf, "readonly") ? &d->readonly :
+                     !strcmp(buf, "snapshot") ? &d->snapshot : NULL;
+        }
+        if (target == NULL || parse_switch(eq + 1, target))
+            return bad_input("--disk '%s': '%.*s' is not readonly=on|off or "
+                    "snapshot=on|off (file names with commas are not supported)",
+                    arg, (int)len, flag);
+        p = flag + len;
+    }
+    o->ndisks++;
+    return 0;
+}
+
+/* Multiply a saturating 128-bit value, so that absurd sizes stay absurd. */
+static unsigned __int128 sat_mul(unsigned __int128 a, unsigned __int128 b)
+{
+    const unsigned __int128 cap = (unsigned __int128)1 << 100;
+
+    return (a > cap || b > cap) ? cap : (a * b > cap ? cap : a * b);
+}
+
+int options_parse_size(const char *s, uint64_t *bytes)
+{
+    unsigned __int128 whole = 0, frac = 0, frac_div = 1, unit = 1 << 20, total;
+    const char *p = s;
+
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    for (; isdigit((unsigned char)*p); p++)
+        whole = sat_mul(whole, 10) + (unsigned)(*p - '0');
+    if (*p == '.') {
+        if (!isdigit((unsigned char)*++p))
+            return -1;
+        for (; isdigit((unsigned char)*p); p++)
+            if (frac_div < 1000000000) {   /* nine digits are finer than a byte */
+                frac = frac * 10 + (unsigned)(*p - '0');
+                frac_div *= 10;
+            }
+    }
+    switch (toupper((unsigned char)*p)) {
+    case '\0': break;
+    case 'B': unit = 1; break;
+    case 'K': unit = 1ull << 10; break;
+    case 'M': unit = 1ull << 20; break;
+    case 'G': unit = 1ull << 30; break;
+    case 'T': unit = 1ull << 40; break;
+    default: return -1;
+    }
+    if (*p && p[1])
+        return -1;
+    total = sat_mul(whole, unit) + (frac * unit + frac_div - 1) / frac_div;
+    total = (total + GM_PAGE_SIZE - 1) & ~(unsigned __int128)(GM_PAGE_SIZE - 1);
+    *bytes = total > UINT64_MAX ? UINT64_MAX : (uint64_t)total;
+    return 0;
+}
+
+static int parse_mem(const char *arg, struct r3_options *o)
+{
+    if (options_parse_size(arg, &o->mem_size) < 0)
+        return bad_input("invalid memory size '-m %s'; give a size such as 256M or 1G "
+                "(16M to 2G)", arg);
+    if (o->mem_size < GM_MIN_SIZE || o->mem_size > GM_MAX_SIZE)
+        return bad_input("-m %s is too %s; guest memory must be 16M to 2G",
+                arg, o->mem_size < GM_MIN_SIZE ? "small" : "large");
+    return 0;
+}
+
+static int parse_serial(const char *arg, struct r3_options *o)
+{
+    if (!strcmp(arg, "stdio")) {
+        o->serial = R3_SERIAL_STDIO;
+        o->serial_path = NULL;
+        return 0;
+    }
+    if (!strncmp(arg, "file:", 5) && arg[5]) {
+        o->serial = R3_SERIAL_FILE;
+        o->serial_path = arg + 5;
+        return 0;
+    }
+    return bad_input("--serial takes 'stdio' or 'file:PATH', not '%s'", arg);
+}
+
+/* getopt_long_only also rejects an abbreviation that fits several options. */
+static bool ambiguous(const char *name)
+{
+    int fits = 0;
+
+    name += strspn(name, "-");
+    for (const struct option *lo = long_options; lo->name; lo++)
+        fits += *name && !strncmp(lo->name, name, strlen(name));
+    return fits > 1;
+}
+
+/* One line for an option getopt rejected; (c) is '?' or ':'. */
+static int bad_option(int c, char **argv)
+{
+    char name[64];
+    const char *text = argv[optind - 1];
+
+    if (optopt > 0 && optopt < 256 && optopt != 'h' && optopt != 'm') {
+        snprintf(name, sizeof(name), "-%c", optopt);
+    } else {
+        /* A long option: its text without any "=value". */
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(text, "="), text);
+    }
+    if (c == '?' && optopt == 0 && ambiguous(name))
+        return bad_input("ambiguous option '%s'; try 'ring3 run --help'", name);
+    if (c == ':')
+        return bad_input("option '%s' needs an argument; try 'ring3 run --help'", name);
+    if (optopt == OPT_TRACE || optopt == OPT_TIME || optopt == OPT_STATS || optopt == OPT_VERSION || optopt == 'h')
+        return bad_input("option '%s' takes no argument; try 'ring3 run --help'", name);
+    return bad_input("unknown option '%s'; try 'ring3 run --help'", name);
+}
+
+int options_parse(int argc, char **argv, struct r3_options *o)
+{
+    int c, err;
+
+    *o = (struct r3_options){
+        .mem_size = OPTIONS_DEFAULT_MEM,
+        .append = "",
+        .serial = R3_SERIAL_STDIO,
+        .stubs = OPTIONS_DEFAULT_STUBS,
+    };
+    opterr = 0;     /* we print our own one-line messages */
+    optind = 0;     /* glibc: start afresh, even if getopt ran before */
+    /* The leading ':' makes a missing argument return ':' rather than '?'. */
+    while ((c = getopt_long_only(argc, argv, ":m:h", long_options, NULL)) != -1) {
+        err = 0;
+        switch (c) {
+        case 'm': err = parse_mem(optarg, o); break;
+        case OPT_APPEND: o->append = optarg; break;
+        case OPT_INITRD: o->initrd = optarg; break;
+        case OPT_SERIAL: err = parse_serial(optarg, o); break;
+        case OPT_TRACE: o->trace = true; break;
+        case OPT_TRACE_FILE: o->trace = true; o->trace_file = optarg; break;
+        case OPT_CMD: o->cmd = optarg; break;
+        case OPT_TIME: o->time = true; break;
+        case OPT_STATS: o->stats = true; break;
+        case OPT_ISOLATION: err = parse_isolation(optarg, o); break;
+        case OPT_STUBS: err = parse_stubs(optarg, o); break;
+        case OPT_DISK: err = parse_disk(optarg, o); break;
+        case 'h': usage(stdout); return 0;
+        case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
+        default: return bad_option(c, argv);
+        }
+        if (err)
+            return err;
+    }
+    if (optind >= argc) {
+        o->kernel = options_default_kernel();
+        o->kernel_default = true;
+        if (!o->initrd)
+            o->initrd = options_default_initrd();
+        if (access(o->kernel, R_OK) || access(o->initrd, R_OK))
+            return bad_input("the default kernel '%s' or initramfs '%s' is not built; "
+                    "run 'make' first, or pass a KERNEL", o->kernel, o->initrd);
+        return OPTIONS_RUN;
+    }
+    if (optind + 1 < argc)
+        return bad_input("unexpected argument '%s' after the kernel '%s'; "
+                "pass the kernel's command line with --append", argv[optind + 1], argv[optind]);
+    o->kernel = argv[optind];
+    return OPTIONS_RUN;
+}

@@ -1,0 +1,207 @@
+/* `ring3 run`: set up guest memory, devices and the vcpu, then enter the guest. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "run.h"
+
+#include "boot/loader.h"
+#include "lib/fail.h"
+#include "machine/platform.h"
+#include "memory/guestmem.h"
+#include "monitor/cpu/cpu_model.h"
+#include "monitor/cpu/emulate.h"
+#include "monitor/cpu/runtime.h"
+#include "monitor/cpu/segment.h"
+#include "monitor/cpu/vcpu.h"
+#include "monitor/mmu/aspace.h"
+#include "monitor/mmu/mmu.h"
+
+#include "console.h"
+#include "events.h"
+#include "guest_console.h"
+#include "host_probe.h"
+#include "options.h"
+#include "signals.h"
+#include "stats.h"
+
+struct vcpu the_vcpu;
+static struct guestmem gm;
+static struct platform plat;
+static FILE *serial_out;
+
+static void serial_tx(void *opaque, uint8_t byte)
+{
+    (void)opaque;
+    guest_console_putc(byte);
+    if (byte == '\n' || serial_out != stdout)
+        fflush(serial_out);
+}
+
+static double seconds_since(uint64_t t0)
+{
+    return (double)(events_now() - t0) / 1e9;
+}
+
+_Noreturn void monitor_exit(struct vcpu *v, int status)
+{
+    guest_console_flush();
+    fflush(stdout);
+    console_restore();
+    /* --cmd: a guest that powered off reports the command's status; one that
+     * powered off before the command ended (its own `poweroff`) reports 0. */
+    if (v->booting_linux && status == 0 && guest_console_cmd_mode())
+        guest_console_cmd_status(&status);
+    if (v->report_time) {
+        if (v->first_user_ns)
+            fprintf(stderr, "ring3: %.3f s to the first guest process, %.3f s in all\n",
+                    (double)(v->first_user_ns - v->start_ns) / 1e9, seconds_since(v->start_ns));
+        else
+            fprintf(stderr, "ring3: no guest process ran; %.3f s in all\n", seconds_since(v->start_ns));
+    }
+    if (stats_enabled)
+        stats_report(stderr, seconds_since(v->start_ns));
+    exit(status);
+}
+
+static void start_state(struct vcpu *v, const struct boot_state *bs)
+{
+    struct r3_shared *sh = v->sh;
+    v->cr0 = bs->cr0;
+    v->cpl = 0;
+    seg_reset_flat(v, bs->cs, bs->ds);
+    memset(sh->regs, 0, sizeof sh->regs);
+    sh->regs[REG_EAX] = bs->eax;
+    sh->regs[REG_EBX] = bs->ebx;
+    sh->regs[REG_ESI] = bs->esi;
+    v->gdtr.base = bs->gdt_base;
+    v->gdtr.limit = bs->gdt_limit;
+    sh->regs[REG_ESP] = bs->esp;
+    sh->eip = bs->entry;
+    sh->eflags = 0x202;              /* real IF stays set; the guest's is virtual */
+    sh->vif = !!(bs->eflags & FL_IF);
+    sh->fsbase = sh->gsbase = 0;
+    cpu_reset_msrs(v);
+}
+
+/* The kernel command line the user's --append becomes (malloc'd; NULL if out
+ * of memory). --cmd keeps the kernel's own messages off the console the
+ * command prints to; the default guest's console learns this terminal's
+ * size (guest/initramfs/init). */
+static char *guest_append(const struct r3_options *o)
+{
+    char winsize[48] = "", *append;
+    struct winsize ws;
+
+    if (o->kernel_default && o->serial == R3_SERIAL_STDIO && !o->cmd &&
+        ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+        snprintf(winsize, sizeof winsize, "ring3.rows=%u ring3.cols=%u ", ws.ws_row, ws.ws_col);
+    if (asprintf(&append, "%s%s%s", o->cmd ? "quiet " : "", winsize, o->append) < 0)
+        return NULL;
+    return append;
+}
+
+_Static_assert(OPTIONS_MAX_DISKS == PLATFORM_MAX_DISKS, "one --disk per disk slot");
+
+/* Open and lock every --disk image, before anything else is set up. Returns
+ * 0, or 2 after one line on stderr. */
+static int open_disks(const struct r3_options *o, struct platform_config *cfg)
+{
+    char err[512];
+    for (unsigned i = 0; i < o->ndisks; i++) {
+        cfg->disks[i] = disk_image_open(&o->disks[i], err, sizeof err);
+        if (cfg->disks[i] == NULL) {
+            while (i--)
+                disk_image_close(cfg->disks[i]);
+            return bad_input("%s", err);
+        }
+    }
+    cfg->ndisks = o->ndisks;
+    return 0;
+}
+
+int run_main(int argc, char **argv)
+{
+    struct r3_options o;
+    struct boot_state bs;
+    struct vcpu *v = &the_vcpu;
+    uint8_t *cmd_archive = NULL;
+    size_t cmd_len = 0;
+    char *append;
+    v->start_ns = events_now();
+    int r = options_parse(argc, argv, &o);
+    if (r != OPTIONS_RUN)
+        return r;
+    struct platform_config cfg = {.console_tx = serial_tx};
+    if ((r = open_disks(&o, &cfg)))
+        return r;
+    v->host_sysenter_pad = host_probe_sysenter();
+    if ((r = guestmem_init(&gm, o.mem_size)))
+        return r;
+    serial_out = stdout;
+    if (o.serial == R3_SERIAL_FILE && !(serial_out = fopen(o.serial_path, "w")))
+        return bad_input("cannot open serial file '%s': %s", o.serial_path, strerror(errno));
+    if (isatty(fileno(serial_out)))
+        setvbuf(serial_out, NULL, _IONBF, 0);   /* a terminal sees each byte as the UART sends it */
+    if (guest_console_init(serial_out, o.cmd, &cmd_archive, &cmd_len)) {
+        fprintf(stderr, "ring3: cannot prepare --cmd: %s\n", strerror(errno));
+        return EXIT_HOST;
+    }
+    if (!(append = guest_append(&o))) {
+        fprintf(stderr, "ring3: out of memory\n");
+        return EXIT_HOST;
+    }
+    /* The guest's TSC is the host's: tell Linux its rate rather than let it
+     * calibrate against the emulated PIT, and that it is constant and
+     * synchronised (the host has constant_tsc and nonstop_tsc to give). */
+    char linux_defaults[64];
+    snprintf(linux_defaults, sizeof linux_defaults, "tsc_early_khz=%u tsc=reliable", cpu_tsc_khz());
+    if ((r = loader_load(&gm, o.kernel, append, linux_defaults, o.initrd, cmd_archive, cmd_len,
+                         &bs)))
+        return r;
+    free(cmd_archive);
+    free(append);
+    if (o.cmd && !bs.linux_boot)
+        return bad_input("--cmd needs a Linux kernel with ring3's initramfs; '%s' is a "
+                "Multiboot kernel", o.kernel);
+    v->booting_linux = bs.linux_boot;
+    v->report_time = o.time;
+    if (o.stats)
+        stats_init();
+    if (o.trace) {
+        v->trace = o.trace_file ? fopen(o.trace_file, "w") : stderr;
+        if (!v->trace)
+            return bad_input("cannot open trace file '%s': %s", o.trace_file, strerror(errno));
+        setvbuf(v->trace, NULL, _IOLBF, 0);
+    }
+    cfg.mem_bytes = gm.size;
+    cfg.gm = &gm;
+    if (platform_init(&plat, &cfg)) {
+        fprintf(stderr, "ring3: out of memory setting up devices\n");
+        return EXIT_HOST;
+    }
+    v->gm = &gm;
+    v->plat = &plat;
+    if (runtime_install(emulate_gate)) {
+        fprintf(stderr, "ring3: cannot map the runtime page at %08x: %s\n", R3_RUNTIME_BASE, strerror(errno));
+        return EXIT_HOST;
+    }
+    v->sh = r3_shared_page;
+    mmu_init(v);
+    v->isolation = o.isolation_none ? ISOLATION_NONE : ISOLATION_PROCESS;
+    if (v->isolation == ISOLATION_PROCESS && aspace_init(v, o.stubs))
+        return EXIT_HOST;
+    start_state(v, &bs);
+    if (signals_init(v) || events_init(v)) {
+        fprintf(stderr, "ring3: cannot set up signals and timers: %s\n", strerror(errno));
+        return EXIT_HOST;
+    }
+    if (o.serial == R3_SERIAL_STDIO)
+        console_raw();
+    TRACE(v, "start at %08x, eax %08x ebx %08x", bs.entry, bs.eax, bs.ebx);
+    events_arm(v);
+    seg_publish(v);
+    runtime_enter_guest();
+}

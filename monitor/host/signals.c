@@ -1,0 +1,415 @@
+/* Host signals: guest faults become guest exceptions, the timer becomes interrupts.
+ *
+ * Every handler runs on its own alternate stack (sized from AT_MINSIGSTKSZ,
+ * since this CPU's signal frames are large) and enters through
+ * r3_signal_entry (monitor/cpu/runtime.S), which reinstates the monitor's FS
+ * base before any C runs.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_ON 1
+#endif
+#define SA_RESTORER_FLAG 0x04000000
+
+#include "signals.h"
+
+#include "lib/fail.h"
+#include "monitor/cpu/cpu_model.h"
+#include "monitor/cpu/emulate.h"
+#include "monitor/cpu/insert.h"
+#include "monitor/cpu/runtime.h"
+#include "monitor/cpu/segment.h"
+#include "monitor/cpu/vcpu.h"
+#include "monitor/mmu/aspace.h"
+#include "monitor/mmu/mmu.h"
+
+#include "console.h"
+#include "events.h"
+#include "run.h"
+#include "stats.h"
+
+#define TRAP_DE 0
+#define TRAP_DB 1
+#define TRAP_BP 3
+#define TRAP_OF 4
+#define TRAP_SS 12
+#define TRAP_GP 13
+#define TRAP_PF 14
+#define TRAP_MF 16
+#define TRAP_AC 17
+#define TRAP_XM 19
+#define PF_ERR_WRITE 0x2
+#define PF_ERR_FETCH 0x10
+
+extern void r3_signal_entry(int, siginfo_t *, void *);
+
+static _Noreturn void internal_error(struct vcpu *v, int sig, const ucontext_t *uc, const siginfo_t *si)
+{
+    fflush(stdout);
+    console_restore();
+    fprintf(stderr, "ring3: internal error: signal %d at %016llx (address %p) in the monitor; guest state:\n",
+            sig, (unsigned long long)uc->uc_mcontext.gregs[REG_RIP], si->si_addr);
+    vcpu_dump(v, stderr);
+    monitor_exit(v, EXIT_INTERNAL);
+}
+
+static void context_to_shared(struct vcpu *v, const ucontext_t *uc)
+{
+    static const int order[8] = {REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI};
+    for (unsigned i = 0; i < 8; i++)
+        v->sh->regs[i] = (uint32_t)uc->uc_mcontext.gregs[order[i]];
+    v->sh->eip = (uint32_t)uc->uc_mcontext.gregs[REG_RIP];
+    v->sh->eflags = (uint32_t)uc->uc_mcontext.gregs[REG_EFL];
+}
+
+static void shared_to_context(struct vcpu *v, ucontext_t *uc)
+{
+    static const int order[8] = {REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI};
+    for (unsigned i = 0; i < 8; i++)
+        uc->uc_mcontext.gregs[order[i]] = v->sh->regs[i];
+    uc->uc_mcontext.gregs[REG_RIP] = v->sh->eip;
+    uc->uc_mcontext.gregs[REG_EFL] = (v->sh->eflags & FL_USER) | FL_IF | 2;
+    /* CS, GS, FS and SS share one field: cs | gs << 16 | fs << 32 | ss << 48. */
+    uint64_t csgsfs = HOST_CS32 | (uint64_t)(v->sh->sel[SREG_GS] & 0xFFFF) << 16 |
+                      (uint64_t)(v->sh->sel[SREG_FS] & 0xFFFF) << 32 |
+                      (uint64_t)(v->sh->sel[SREG_SS] & 0xFFFF) << 48;
+    uc->uc_mcontext.gregs[REG_CSGSFS] = (greg_t)csgsfs;
+    /* DS and ES are not in the signal frame: load them now; 64-bit code does not use them. */
+    __asm__ volatile("mov %0, %%ds; mov %1, %%es" : : "r"(v->sh->sel[SREG_DS]), "r"(v->sh->sel[SREG_ES]));
+}
+
+/* Guest user code may have loaded DS, ES, FS or GS itself. The host's signal
+ * delivery leaves all four selectors and the GS base as the guest had them;
+ * r3_signal_entry handed over the FS base. */
+static void sync_user_segments(struct vcpu *v, uint64_t fsbase)
+{
+    uint16_t real[6] = {0};
+    uint64_t gsbase;
+    __asm__ volatile("mov %%es, %0" : "=r"(real[SREG_ES]));
+    __asm__ volatile("mov %%ds, %0" : "=r"(real[SREG_DS]));
+    __asm__ volatile("mov %%fs, %0" : "=r"(real[SREG_FS]));
+    __asm__ volatile("mov %%gs, %0" : "=r"(real[SREG_GS]));
+    __asm__ volatile("rdgsbase %0" : "=r"(gsbase));
+    seg_sync_user(v, real, fsbase, gsbase);
+}
+
+/* Whether the host kernel took a guest sysenter and sent it back to its
+ * landing pad (Intel; monitor/host/host_probe.c): a SIGSYS there; or, when the
+ * host could not read [%ebp], -EFAULT in %eax and a fault on arriving there,
+ * at the pad or, should the return to compatibility mode keep only the low
+ * 32 bits of RIP, a fetch fault at that address. */
+static bool host_sysenter_returned(struct vcpu *v, const struct host_fault *f)
+{
+    uint64_t rip = f->rip, pad = v->host_sysenter_pad;
+
+    if (!pad)
+        return false;
+    if (f->sig == SIGSYS)
+        return rip == pad;
+    return f->sig == SIGSEGV && v->sh->regs[REG_EAX] == (uint32_t)-EFAULT &&
+           (rip == pad || (rip == (uint32_t)pad && f->addr == rip));
+}
+
+/* The guest's sysenter, as the host left it: the stack pointer is the
+ * guest's %ebp, %ebp holds the word at [%ebp], and the guest's %esp and EIP
+ * are lost. Linux's vDSO enters with %esp == %ebp and the guest kernel's
+ * entry takes the user stack from %ebp, so both get the stack pointer; the
+ * other registers are the guest's. After -EFAULT the system call number in
+ * %eax is lost too: the guest kernel sees -EFAULT as the number and fails
+ * the call (-ENOSYS). */
+static void host_took_sysenter(struct vcpu *v)
+{
+    uint32_t *r = v->sh->regs;
+
+    r[REG_EBP] = v->fault_regs[REG_EBP] = r[REG_ESP];
+    TRACE(v, "sysenter taken by the host: eax %08x, esp and ebp %08x", r[REG_EAX], r[REG_ESP]);
+    emulate_entry(v, R3_E_SYSENTER, 0, 0);
+}
+
+/* What the signal being handled turned out to be, for --stats. */
+static enum stat_signal signal_kind;
+
+/* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1). */
+static void guest_fault(struct vcpu *v, const struct host_fault *f)
+{
+    int sig = f->sig;
+    unsigned trapno = f->trapno, err = f->err;
+    if (host_sysenter_returned(v, f)) {
+        signal_kind = STAT_SYSCALL;
+        host_took_sysenter(v);
+        return;
+    }
+    if (sig == SIGILL || (sig == SIGSEGV && trapno == TRAP_GP)) {
+        signal_kind = STAT_INSERT;
+        if (insert_emulate(v, sig == SIGILL))
+            return;
+    }
+    switch (sig) {
+    case SIGSEGV:
+    case SIGBUS:
+        if (trapno == TRAP_PF) {
+            uint32_t addr = (uint32_t)f->addr;
+            enum mmu_access a = err & PF_ERR_FETCH ? MMU_FETCH : err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ;
+            signal_kind = v->cpl == 3 ? STAT_FILL_USER : STAT_FILL_KERNEL;
+            if (f->addr < (1ull << 32) && mmu_fill(v, addr, a))
+                return;         /* the host TLB is filled: retry the instruction */
+            signal_kind = STAT_GUEST_PF;
+            v->cr2 = addr;
+            v->pf_retry = addr;
+            v->pf_retry_valid = true;
+            vcpu_raise(v, VEC_PF, mmu_fault_error(v, addr, a, false));
+        }
+        if (trapno == TRAP_AC)
+            vcpu_raise(v, VEC_AC, 0);
+        /* An I/O instruction or cpuid (with CPUID faulting) first: emulated,
+         * they need no retry, which would drop every supervisor mapping. */
+        signal_kind = STAT_GP;
+        if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v))
+            return;
+        signal_kind = STAT_LIMIT_RETRY;
+        if ((trapno == TRAP_GP || trapno == TRAP_SS) && err == 0 && mmu_user_unlimit(v))
+            return;             /* past the user segment limit: retry as paging alone says */
+        signal_kind = STAT_GP;
+        vcpu_raise(v, VEC_GP, trapno == TRAP_GP ? (int)(err & 0xFFFF) : 0);
+    case SIGILL: {
+        signal_kind = STAT_ILLEGAL;
+        /* AMD CPUs refuse sysenter in compatibility mode (#UD): a guest
+         * process's sysenter is the guest's fast system call all the same. */
+        uint8_t insn[2];
+        mmu_read(v, v->sh->eip, insn, 2, false);
+        if (insn[0] == 0x0F && insn[1] == 0x34) {
+            emulate_entry(v, R3_E_SYSENTER, 0, 0);
+            return;
+        }
+        vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
+    }
+    case SIGFPE:
+        signal_kind = STAT_MATH;
+        vcpu_raise(v, trapno == TRAP_MF ? VEC_MF : trapno == TRAP_XM ? VEC_XM : VEC_DE, NO_ERROR_CODE);
+    case SIGSYS: {
+        signal_kind = STAT_SYSCALL;
+        /* Syscall User Dispatch stopped a system call instruction of guest
+         * code, which runs unrewritten in guest processes: int $n is the
+         * guest's software interrupt, sysenter the guest's fast call. The
+         * host reports the address after the instruction. */
+        uint8_t insn[2];
+        v->fault_eip = v->sh->eip - 2;
+        mmu_read(v, v->sh->eip - 2, insn, 2, false);
+        if (insn[0] == 0xCD) {
+            vcpu_soft_int(v, insn[1]);
+            return;
+        }
+        if (insn[0] == 0x0F && insn[1] == 0x34) {
+            emulate_entry(v, R3_E_SYSENTER, 0, 0);
+            return;
+        }
+        vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
+    }
+    case SIGTRAP:
+        signal_kind = STAT_TRAP;
+        /* int3 and into are traps: the host already points after them. */
+        if (trapno == TRAP_BP || trapno == TRAP_OF) {
+            vcpu_soft_int(v, trapno);
+            return;
+        }
+        vcpu_raise(v, VEC_DB, NO_ERROR_CODE);
+    default:
+        break;
+    }
+}
+
+/* An emulated iret to user code in a signal handler (insert mode): user code
+ * runs in its stub from here. The guest's vector registers are in the signal
+ * frame (its XSAVE image, SDM vol. 1, 13.4), not in the gate's image: they go
+ * to the stub and come back into the frame, whose software-reserved bytes
+ * (464-511, the kernel's fpstate magic) stay as the host wrote them. */
+static void run_user_from_signal(struct vcpu *v, ucontext_t *uc)
+{
+    static uint8_t image[STUB_FPU_MAX] __attribute__((aligned(64)));
+    size_t size;
+    uint8_t *frame = (uint8_t *)uc->uc_mcontext.fpregs;
+
+    runtime_xsave(&size);
+    if (size > sizeof image)
+        size = sizeof image;
+    memcpy(image, frame, size);
+    aspace_run_user(v, image);
+    memcpy(frame, image, 464);
+    memcpy(frame + 512, image + 512, size - 512);
+}
+
+/* A host signal (f) in guest code, with the interrupted state in the shared
+ * page: the exception it stands for, or the interrupt a timer makes due. */
+static void guest_event(struct vcpu *v, const struct host_fault *f)
+{
+    signal_kind = f->sig == SIGALRM || f->sig == STUB_PREEMPT_SIG ? STAT_TIMER : STAT_OTHER;
+    memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
+    v->fault_eip = v->sh->eip;
+    v->fault_esp = v->sh->regs[REG_ESP];
+    jmp_buf jb;
+    v->fault_jmp = &jb;
+    if (setjmp(jb)) {
+        vcpu_take_exception(v);
+    } else if (signal_kind == STAT_TIMER) {
+        events_poll(v);
+        /* A process computing: host input (Ctrl-C, Ctrl-A x) reaches the UART now, not
+         * only when the guest next reads it. */
+        if (v->cpl == 3)
+            events_input(v);
+    } else if (f->sig == SIGKILL || f->rip >= (1ull << 32) || f->cs != HOST_CS32) {
+        /* A stub's guest code got into 64-bit mode (a far jump to the host's
+         * selector 0x33), where the guest's GDT has no such code segment, so
+         * the far transfer would have raised #GP; or it broke its stub
+         * (SIGKILL: aspace.c). Either way the process gets a #GP. */
+        vcpu_raise(v, VEC_GP, 0);
+    } else {
+        guest_fault(v, f);
+    }
+    vcpu_check_interrupts(v);
+    events_arm(v);
+    seg_publish(v);
+}
+
+uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsbase)
+{
+    struct vcpu *v = &the_vcpu;
+    ucontext_t *uc = ucv;
+    uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    uint16_t cs = (uint16_t)uc->uc_mcontext.gregs[REG_CSGSFS];
+    /* Guest code: compatibility mode outside the runtime stubs, or a guest
+     * process that far-jumped into 64-bit mode (selector 0x33) and runs
+     * below the runtime area, where no monitor code is. */
+    bool in_guest = (cs == HOST_CS32 && !runtime_in_stubs(rip)) ||
+                    (cs == HOST_CS64 && rip < R3_RUNTIME_BASE && v->cpl == 3);
+
+    if (sig == SIGTERM || sig == SIGHUP || sig == SIGINT || sig == SIGQUIT) {
+        /* Asked to stop from outside: leave the terminal as it was found. */
+        fflush(stdout);
+        console_restore();
+        fprintf(stderr, "ring3: stopped by signal %d\n", sig);
+        monitor_exit(v, 128 + sig);
+    }
+    if (sig == SIGALRM) {
+        events_alarm();
+        if (!in_guest) {
+            /* In the monitor or a stub: mark what waits; the stubs and the gate look at it. */
+            if (cs == HOST_CS32) {
+                events_poll(v);
+                v->sh->pending = 1;
+            }
+            /* The stub may have looked already, and the monitor may have armed
+             * the timer before this expiry: look again shortly either way. */
+            events_arm_soon(v);
+            return interrupted_fsbase;
+        }
+    } else if (!in_guest) {
+        unsigned trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO];
+        if (cs == HOST_CS32 && (sig == SIGSEGV || sig == SIGBUS) &&
+            (trapno == TRAP_GP || trapno == TRAP_SS) && uc->uc_mcontext.gregs[REG_ERR] == 0 &&
+            mmu_user_unlimit(v)) {
+            /* A stub called at CPL 3 (a fast one, from rewritten user code)
+             * reached the shared page past the user segment limit: go flat. */
+            uint16_t ds = (uint16_t)v->sh->sel[SREG_DS], es = (uint16_t)v->sh->sel[SREG_ES];
+            __asm__ volatile("mov %0, %%ds; mov %1, %%es" : : "r"(ds), "r"(es));
+            uc->uc_mcontext.gregs[REG_CSGSFS] = (greg_t)(((uint64_t)uc->uc_mcontext.gregs[REG_CSGSFS] &
+                                                          0x0000FFFFFFFFFFFFull) |
+                                                         (uint64_t)(v->sh->sel[SREG_SS] & 0xFFFF) << 48);
+            return interrupted_fsbase;
+        }
+        if (cs == HOST_CS32 && sig == SIGSEGV && (uint64_t)(uintptr_t)si->si_addr < (1ull << 32)) {
+            /* A stub touching a guest stack page not yet in the host TLB. */
+            uint32_t addr = (uint32_t)(uintptr_t)si->si_addr;
+            unsigned err = (unsigned)uc->uc_mcontext.gregs[REG_ERR];
+            if (mmu_fill(v, addr, err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ))
+                return interrupted_fsbase;
+        }
+        internal_error(v, sig, uc, si);
+    }
+
+    struct host_fault f = {
+        .sig = sig,
+        .cs = cs,
+        .trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO],
+        .err = (unsigned)uc->uc_mcontext.gregs[REG_ERR],
+        .addr = (uint64_t)(uintptr_t)si->si_addr,
+        .rip = rip,
+    };
+    uint64_t t0 = stats_start();
+    v->sh->fsbase = interrupted_fsbase;
+    context_to_shared(v, uc);
+    seg_take_fast_loads(v);
+    if (v->cpl == 3)
+        sync_user_segments(v, interrupted_fsbase);
+    guest_event(v, &f);
+    if (v->cpl == 3 && v->isolation == ISOLATION_PROCESS)
+        run_user_from_signal(v, uc);
+    shared_to_context(v, uc);
+    stats_signal(signal_kind, t0);
+    return v->sh->fsbase;
+}
+
+void signals_stub_event(struct vcpu *v, const struct host_fault *f, const struct stub_regs *r,
+                        uint64_t fsbase, uint64_t gsbase)
+{
+    uint16_t real[6];
+    uint64_t t0 = stats_start();
+
+    memcpy(v->sh->regs, r->regs, sizeof v->sh->regs);
+    v->sh->eip = r->eip;
+    v->sh->eflags = r->eflags;
+    v->sh->fsbase = fsbase;
+    v->sh->gsbase = gsbase;
+    for (unsigned i = 0; i < 6; i++)
+        real[i] = (uint16_t)r->sel[i];
+    seg_sync_user(v, real, fsbase, gsbase);
+    guest_event(v, f);
+    stats_signal(signal_kind, t0);
+}
+
+/* The kernel's struct sigaction: glibc's sigaction() always installs its own
+ * restorer, which lies outside the range Syscall User Dispatch allows. */
+struct kernel_sigaction {
+    void (*handler)(int, siginfo_t *, void *);
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+
+int signals_init(struct vcpu *v)
+{
+    if (v->host_sysenter_pad)
+        TRACE(v, "host: sysenter in compatibility mode returns at %016llx (vDSO at %016llx)",
+              (unsigned long long)v->host_sysenter_pad, (unsigned long long)getauxval(AT_SYSINFO_EHDR));
+    else
+        TRACE(v, "host: sysenter in compatibility mode raises #UD");
+    size_t size = getauxval(AT_MINSIGSTKSZ);
+    size = (size < (size_t)SIGSTKSZ ? (size_t)SIGSTKSZ : size) * 4 + (256u << 10);
+    stack_t ss = {.ss_sp = malloc(size), .ss_size = size};
+    if (!ss.ss_sp || sigaltstack(&ss, NULL))
+        return -1;
+    struct kernel_sigaction sa = {
+        .handler = r3_signal_entry,
+        .flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER_FLAG,
+        .restorer = (void (*)(void))(uintptr_t)r3_sigreturn,
+        .mask = ~0ull,
+    };
+    int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGALRM, SIGSYS,
+                  SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (syscall(SYS_rt_sigaction, sigs[i], &sa, NULL, sizeof sa.mask))
+            return -1;
+    cpu_cpuid_faulting_on();
+    /* Every system call outside r3_sigreturn raises SIGSYS while the selector says block. */
+    return prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (unsigned long)r3_sigreturn,
+                 (unsigned long)(r3_sigreturn_end - r3_sigreturn), &r3_sud_selector);
+}

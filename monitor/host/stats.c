@@ -1,0 +1,98 @@
+/* `ring3 run --stats`: the event counters and the table printed at exit.
+ *
+ * Times are TSC ticks spent in the monitor's C code for the event, converted
+ * with the measured TSC rate. They leave out what the host kernel spends
+ * delivering a signal and returning from it, and the gate trampoline's own
+ * register save and restore; the counts are exact.
+ */
+#include "stats.h"
+
+#include "ring3/abi.h"
+
+#include "monitor/cpu/cpu_model.h"
+#include "monitor/cpu/emulate.h"
+#include "monitor/cpu/vcpu.h"
+
+bool stats_enabled;
+
+struct counter {
+    uint64_t count, ticks;
+};
+
+static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes;
+static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
+static double ns_per_tick;
+
+static const char *const signal_names[STAT_SIGNAL_KINDS] = {
+    [STAT_FILL_KERNEL] = "host mapping filled, kernel (SIGSEGV)",
+    [STAT_FILL_USER] = "host mapping filled, process (SIGSEGV)",
+    [STAT_GUEST_PF] = "guest page fault (SIGSEGV)",
+    [STAT_LIMIT_RETRY] = "user segment limit retried (SIGSEGV)",
+    [STAT_GP] = "#GP: in/out, cpuid or guest #GP (SIGSEGV)",
+    [STAT_SYSCALL] = "int $n or sysenter of a process (SIGSYS)",
+    [STAT_ILLEGAL] = "sysenter (AMD) or #UD (SIGILL)",
+    [STAT_INSERT] = "insert-mode instruction (SIGILL, SIGSEGV)",
+    [STAT_TRAP] = "int3, into, single step (SIGTRAP)",
+    [STAT_MATH] = "math fault (SIGFPE)",
+    [STAT_TIMER] = "device deadline (SIGALRM)",
+    [STAT_OTHER] = "other signal",
+};
+
+void stats_init(void)
+{
+    ns_per_tick = 1e6 / cpu_tsc_khz();
+    stats_enabled = true;
+}
+
+static void add(struct counter *c, uint64_t t0)
+{
+    c->count++;
+    c->ticks += __rdtsc() - t0;
+}
+
+void stats_add_gate(unsigned entry, uint64_t t0) { add(&gates[entry % R3_ENTRY_COUNT], t0); }
+void stats_add_signal(enum stat_signal kind, uint64_t t0) { add(&signals[kind], t0); }
+void stats_add_cr3(uint64_t t0) { add(&cr3_writes, t0); }
+void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
+void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
+void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
+
+static void row(FILE *f, const char *what, const char *name, uint64_t count, const uint64_t *ticks)
+{
+    if (!count)
+        return;
+    if (ticks)
+        fprintf(f, "  %-9s %-42s %10llu %10.3f %9.3f\n", what, name, (unsigned long long)count,
+                *ticks * ns_per_tick / 1e6, *ticks * ns_per_tick / 1e3 / count);
+    else
+        fprintf(f, "  %-9s %-42s %10llu %10s %9s\n", what, name, (unsigned long long)count, "", "");
+}
+
+void stats_report(FILE *f, double seconds_in_all)
+{
+    uint64_t total = 0;
+    char name[48];
+
+    for (unsigned i = 0; i < R3_ENTRY_COUNT; i++)
+        total += gates[i].ticks;
+    for (unsigned i = 0; i < STAT_SIGNAL_KINDS; i++)
+        total += signals[i].ticks;
+    fprintf(f, "ring3 stats: %.3f s in all, %.3f s of it in monitor code for these events "
+            "(host signal delivery not included)\n", seconds_in_all, total * ns_per_tick / 1e9);
+    fprintf(f, "  %-9s %-42s %10s %10s %9s\n", "kind", "event", "count", "total ms", "mean us");
+    for (unsigned i = 0; i < R3_ENTRY_COUNT; i++)
+        row(f, "gate", emulate_entry_name(i), gates[i].count, &gates[i].ticks);
+    for (unsigned i = 0; i < R3_ENTRY_COUNT; i++)
+        row(f, "insert", emulate_entry_name(i), inserts[i], NULL);
+    for (unsigned i = 0; i < STAT_SIGNAL_KINDS; i++)
+        row(f, "signal", signal_names[i], signals[i].count, &signals[i].ticks);
+    row(f, "mmu", "cr3 write (host mappings dropped)", cr3_writes.count, &cr3_writes.ticks);
+    for (unsigned i = 0; i < 32; i++) {
+        snprintf(name, sizeof name, "vector %u", i);
+        row(f, "exception", name, exceptions[i], NULL);
+    }
+    for (unsigned i = 0; i < 256; i++) {
+        snprintf(name, sizeof name, "vector %u", i);
+        row(f, "interrupt", name, interrupts[i], NULL);
+    }
+}

@@ -1,0 +1,322 @@
+/* Guest address spaces in stub processes (--isolation=process): the address-space cache, and user code run there.
+ *
+ * Each guest page directory that user code ran under keeps a stub process
+ * (stub/host.h) and a TLB record of what that stub has mapped (mmu.c). This
+ * is the address-space cache the paper proposed: switching back to a process
+ * whose stub is alive refaults nothing. Its TLB is checked against the page
+ * tables before its code runs again after any CR3 write or flush, since a
+ * real TLB would have been flushed then (SDM vol. 3, 4.10.4.1); what the
+ * tables still say the same way stays mapped. A page directory freed and
+ * reused for another process finds the old stub, and the check empties it of
+ * what the new tables do not map. The cache is bounded (--stubs): the stub
+ * run least recently is emptied and reused.
+ *
+ * Mapping changes are queued here and handed to the stub when its code next
+ * runs, unmaps first. A map queued after an unmap of the same page stays; an
+ * unmap drops maps queued before it; so the order of the two lists is enough.
+ */
+#include <asm/ldt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aspace.h"
+
+#include "hw/pic.h"
+#include "lib/fail.h"
+#include "machine/platform.h"
+#include "memory/guestmem.h"
+#include "monitor/cpu/emulate.h"
+#include "monitor/cpu/runtime.h"
+#include "monitor/cpu/segment.h"
+#include "monitor/cpu/vcpu.h"
+#include "monitor/host/console.h"
+#include "monitor/host/events.h"
+#include "monitor/host/run.h"
+#include "monitor/host/signals.h"
+
+#include "mmu.h"
+
+#define MAX_PENDING_MAPS 64
+#define INPUT_POLL_NS 10000000ull   /* look at host input at least this often while user code computes */
+
+_Static_assert(sizeof(struct user_desc) == sizeof(struct stub_tls), "struct stub_tls is a user_desc");
+
+struct pending_map {
+    uint32_t linear, phys;
+    int prot;
+};
+
+struct aspace {
+    uint32_t pd;                    /* the page directory (CR3 without flags) it runs */
+    struct stub *stub;
+    struct tlb *tlb;
+    uint64_t epoch;                 /* v->tlb_epoch when its TLB was last checked */
+    uint64_t last_run;
+    bool tls_known;
+    struct user_desc tls[3];        /* what its host GDT TLS entries hold */
+    unsigned nmap, nunmap;
+    struct pending_map map[MAX_PENDING_MAPS];
+    struct page_run { uint32_t first, end; } unmap[STUB_MAX_RANGES];
+};
+
+static struct aspace *spaces;       /* [0, nspaces) are in use */
+static unsigned nspaces, max_spaces;
+static uint64_t run_clock;
+static bool running_user;
+
+int aspace_init(struct vcpu *v, unsigned max)
+{
+    size_t xsave_size;
+    runtime_xsave(&xsave_size);
+    if (stubs_init(v->gm->fd, xsave_size))
+        return -1;
+    spaces = calloc(max, sizeof *spaces);
+    if (!spaces) {
+        fprintf(stderr, "ring3: out of memory for %u address spaces\n", max);
+        return -1;
+    }
+    max_spaces = max;
+    return 0;
+}
+
+static _Noreturn void no_stub(struct vcpu *v)
+{
+    fflush(stdout);
+    console_restore();
+    fprintf(stderr, "ring3: cannot start a stub process for a guest process (try --isolation=none)\n");
+    monitor_exit(v, EXIT_HOST);
+}
+
+/* An address space for page directory (pd): a new one while the cache has
+ * room, else the one run least recently, emptied. */
+static struct aspace *take(struct vcpu *v, uint32_t pd)
+{
+    struct aspace *as;
+    if (nspaces < max_spaces) {
+        as = &spaces[nspaces++];
+        as->stub = stub_create();
+        as->tlb = as->stub ? mmu_tlb_new(as) : NULL;
+        if (!as->tlb)
+            no_stub(v);
+    } else {
+        as = &spaces[0];
+        for (unsigned i = 1; i < nspaces; i++)
+            if (spaces[i].last_run < as->last_run)
+                as = &spaces[i];
+        as->nmap = as->nunmap = 0;
+        aspace_unmap(as, (uint32_t)(v->gm->low_base >> 12), R3_RUNTIME_BASE >> 12);
+        mmu_tlb_forget(as->tlb);
+        as->tls_known = false;
+        TRACE(v, "address space %08x takes the stub of %08x", pd, as->pd);
+    }
+    as->pd = pd;
+    as->epoch = v->tlb_epoch;
+    return as;
+}
+
+struct aspace *aspace_current(struct vcpu *v)
+{
+    uint32_t pd = v->cr3 & ~0xFFFu;
+    struct aspace *as = v->as;
+    if (!as || as->pd != pd) {
+        as = NULL;
+        for (unsigned i = 0; i < nspaces && !as; i++)
+            if (spaces[i].pd == pd)
+                as = &spaces[i];
+        if (!as)
+            as = take(v, pd);
+        v->as = as;
+    }
+    if (as->epoch != v->tlb_epoch) {
+        mmu_tlb_validate(v, as->tlb);
+        as->epoch = v->tlb_epoch;
+    }
+    as->last_run = ++run_clock;
+    return as;
+}
+
+struct tlb *aspace_tlb(struct aspace *as)
+{
+    return as->tlb;
+}
+
+bool aspace_map(struct aspace *as, uint32_t linear, uint32_t phys, int prot)
+{
+    for (unsigned i = 0; i < as->nmap; i++) {
+        if (as->map[i].linear == linear) {
+            as->map[i].phys = phys;
+            as->map[i].prot = prot;
+            return true;
+        }
+    }
+    if (as->nmap == MAX_PENDING_MAPS)
+        return false;
+    as->map[as->nmap++] = (struct pending_map){linear, phys, prot};
+    return true;
+}
+
+void aspace_unmap(struct aspace *as, uint32_t first, uint32_t end)
+{
+    for (unsigned i = 0; i < as->nmap;) {
+        uint32_t page = as->map[i].linear >> 12;
+        if (page >= first && page < end)
+            as->map[i] = as->map[--as->nmap];
+        else
+            i++;
+    }
+    if (as->nunmap) {
+        /* Touching the last range, or no room: widen it. Unmapping more
+         * than asked is safe: a page gone from the stub but still in its TLB
+         * record faults and is filled again. */
+        struct page_run *last = &as->unmap[as->nunmap - 1];
+        if ((last->end >= first && last->first <= end) || as->nunmap == STUB_MAX_RANGES) {
+            if (first < last->first)
+                last->first = first;
+            if (end > last->end)
+                last->end = end;
+            return;
+        }
+    }
+    as->unmap[as->nunmap].first = first;
+    as->unmap[as->nunmap].end = end;
+    as->nunmap++;
+}
+
+static int by_linear(const void *a, const void *b)
+{
+    uint32_t x = ((const struct pending_map *)a)->linear, y = ((const struct pending_map *)b)->linear;
+    return x < y ? -1 : x > y;
+}
+
+/* Hand the queued changes and the TLS entries to the stub. Maps of
+ * neighbouring pages on neighbouring frames with the same rights go as one. */
+static void push_changes(struct vcpu *v, struct aspace *as)
+{
+    for (unsigned i = 0; i < as->nunmap; i++)
+        stub_queue_unmap(as->stub, as->unmap[i].first << 12, as->unmap[i].end - as->unmap[i].first);
+    qsort(as->map, as->nmap, sizeof as->map[0], by_linear);
+    for (unsigned i = 0; i < as->nmap;) {
+        unsigned n = 1;
+        while (i + n < as->nmap && as->map[i + n].linear == as->map[i].linear + n * 0x1000 &&
+               as->map[i + n].phys == as->map[i].phys + n * 0x1000 && as->map[i + n].prot == as->map[i].prot)
+            n++;
+        stub_queue_map(as->stub, as->map[i].linear, as->map[i].phys, n, as->map[i].prot);
+        i += n;
+    }
+    as->nmap = as->nunmap = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        struct user_desc d;
+        seg_tls_descriptor(v, i, &d);
+        if (!as->tls_known || memcmp(&d, &as->tls[i], sizeof d)) {
+            stub_queue_tls(as->stub, (const struct stub_tls *)&d);
+            as->tls[i] = d;
+        }
+    }
+    as->tls_known = true;
+}
+
+/* The user state in the shared page, as the stub resumes it. */
+static void regs_from_shared(const struct vcpu *v, struct stub_regs *r)
+{
+    memcpy(r->regs, v->sh->regs, sizeof r->regs);
+    r->eip = v->sh->eip;
+    r->eflags = (v->sh->eflags & FL_USER) | FL_IF | 2;
+    for (unsigned i = 0; i < 6; i++)
+        r->sel[i] = v->sh->sel[i];
+    r->sel[SREG_CS] = HOST_CS32;
+}
+
+/* Wait for the stub's next event. While its code computes, the devices are
+ * looked at by their deadlines and host input at least every INPUT_POLL_NS;
+ * an interrupt due takes the CPU back (SDM vol. 3, 6.8.1: at CPL 3 IF is set).
+ * False when the stub died. */
+static bool wait_event(struct vcpu *v, struct aspace *as, struct stub_event *ev, void *xsave)
+{
+    bool preempted = false;
+    for (;;) {
+        uint64_t now = events_now(), deadline = platform_next_deadline(v->plat, now);
+        if (deadline > now + INPUT_POLL_NS)
+            deadline = now + INPUT_POLL_NS;
+        switch (stub_wait(as->stub, deadline, ev, xsave)) {
+        case STUB_WAIT_EVENT:
+            return true;
+        case STUB_WAIT_DIED:
+            return false;
+        case STUB_WAIT_TIMEOUT:
+            break;
+        }
+        events_poll(v);
+        events_input(v);
+        if (!preempted && pic_intr_pending(v->plat->pic)) {
+            stub_preempt(as->stub);
+            preempted = true;
+        }
+    }
+}
+
+/* The stub died, or broke the protocol (guest code took it over): a new,
+ * empty one takes its place, and the guest process gets the #GP that its
+ * kernel turns into SIGSEGV. */
+static void stub_lost(struct vcpu *v, struct aspace *as)
+{
+    TRACE(v, "stub %d of address space %08x lost", stub_pid(as->stub), as->pd);
+    stub_destroy(as->stub);
+    as->stub = stub_create();
+    if (!as->stub)
+        no_stub(v);
+    as->nmap = as->nunmap = 0;
+    mmu_tlb_forget(as->tlb);
+    as->tls_known = false;
+    struct stub_regs r;
+    regs_from_shared(v, &r);
+    struct host_fault f = {.sig = SIGKILL, .cs = HOST_CS32, .rip = r.eip};
+    signals_stub_event(v, &f, &r, v->sh->fsbase, v->sh->gsbase);
+}
+
+static void handle_event(struct vcpu *v, const struct stub_event *ev)
+{
+    struct r3_shared *sh = v->sh;
+    if (ev->kind == STUB_EV_GATE && ev->r.sel[SREG_CS] == HOST_CS32) {
+        /* A gate call of the vDSO's rewritten code: as the in-process gate does. */
+        memcpy(sh->regs, ev->r.regs, sizeof sh->regs);
+        sh->eip = ev->r.eip;
+        sh->eflags = ev->r.eflags;
+        for (unsigned i = 0; i < 6; i++)
+            sh->sel[i] = ev->r.sel[i];
+        sh->fsbase = ev->fsbase;
+        sh->gsbase = ev->gsbase;
+        sh->entry = ev->entry;
+        emulate_gate();
+        return;
+    }
+    struct host_fault f = {
+        .sig = ev->kind == STUB_EV_SIGNAL ? ev->sig : SIGKILL,
+        .cs = (uint16_t)ev->r.sel[SREG_CS],
+        .trapno = (unsigned)ev->trapno,
+        .err = (unsigned)ev->err,
+        .addr = ev->addr,
+        .rip = ev->rip64,
+    };
+    signals_stub_event(v, &f, &ev->r, ev->fsbase, ev->gsbase);
+}
+
+void aspace_run_user(struct vcpu *v, void *xsave)
+{
+    if (running_user)
+        return;
+    running_user = true;
+    while (v->cpl == 3) {
+        struct aspace *as = aspace_current(v);
+        struct stub_regs r;
+        struct stub_event ev;
+        regs_from_shared(v, &r);
+        push_changes(v, as);
+        if (stub_resume(as->stub, &r, xsave) < 0 || !wait_event(v, as, &ev, xsave))
+            stub_lost(v, as);
+        else
+            handle_event(v, &ev);
+    }
+    running_user = false;
+}

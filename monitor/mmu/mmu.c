@@ -1,0 +1,459 @@
+/* The guest MMU: 2-level IA-32 paging with 4 MiB pages, host mappings as the TLB.
+ *
+ * A guest linear page is mapped into the host (at the same address, from the
+ * guest-memory memfd) only after a host fault on it, once the guest's page
+ * tables allow the access (SDM vol. 3, 4.3 and 4.6). Pages are mapped
+ * read-only until their first write, so the dirty bit can be set exactly
+ * when the CPU would set it (SDM vol. 3, 4.8). invlpg drops a mapping; a CR3
+ * write drops those the new page tables would not fill the same way, so
+ * that switching between processes that share pages (text, libraries after
+ * fork) refaults only what differs. Bitmaps remember what is mapped, and
+ * how: from global pages, writable, granting more than user mode may have.
+ *
+ * Those privileged mappings stay in place when the guest goes out to CPL 3,
+ * as long as all of them lie above the user code's data segments: DS and ES
+ * then run on a host segment whose limit stops below the lowest of them
+ * (segment.c), so a user access there raises #GP instead of reaching them
+ * (SDM vol. 3, 5.3). That #GP takes the slow way once: the privileged
+ * mappings are dropped, the segments made flat again and the access
+ * retried, so that it faults or succeeds exactly as paging says. Until the
+ * next CR3 write, user mode then runs that way. A guest whose kernel sits
+ * below its processes (the test guests) therefore works too, only slower.
+ *
+ * With --isolation=process guest user code runs in stub processes instead
+ * (monitor/mmu/aspace.c), each with a TLB of its own (struct tlb): the monitor's
+ * own one then holds only what the kernel touched, and a fill at CPL 3 goes
+ * to the stub of the current address space, queued until it runs again.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "mmu.h"
+
+#include "ring3/abi.h"
+
+#include "lib/fail.h"
+#include "memory/guestmem.h"
+#include "monitor/cpu/segment.h"
+#include "monitor/cpu/vcpu.h"
+#include "monitor/host/console.h"
+#include "monitor/host/events.h"
+#include "monitor/host/run.h"
+
+#include "aspace.h"
+#include "paging.h"
+
+#define NPAGES (1u << 20)
+
+/* One host address space used as a TLB: the monitor's own (as NULL), or a stub's. */
+struct tlb {
+    uint64_t mapped[NPAGES / 64], global[NPAGES / 64], privileged[NPAGES / 64];
+    uint64_t writable[NPAGES / 64];         /* mapped with PROT_WRITE */
+    uint64_t in_use[NPAGES / 64 / 64];      /* bit w: mapped[w] may be nonzero (sweeps skip the rest) */
+    uint32_t frame[NPAGES];                 /* the physical page each mapped page shows */
+    uint64_t large[1024 / 64];              /* bit r: 4 MiB region r was filled whole (fill_large) */
+    /* At or below the lowest page mapped privileged (a bound, not exact: pages
+     * dropped one by one leave it as it is); NO_PRIVILEGED when none is. */
+    uint32_t lowest_privileged;
+    struct aspace *as;                      /* the stub's address space; NULL: the monitor's */
+};
+#define NO_PRIVILEGED 0xFFFFFFFFu
+
+static struct tlb own;                      /* the monitor process's low 4 GiB */
+
+static bool bit(const uint64_t *map, uint32_t page) { return map[page / 64] >> (page % 64) & 1; }
+static void set_bit(uint64_t *map, uint32_t page, bool on)
+{
+    if (on)
+        map[page / 64] |= 1ull << (page % 64);
+    else
+        map[page / 64] &= ~(1ull << (page % 64));
+}
+
+/* Put (page) on guest frame (phys) with (prot) in (t)'s host address space. */
+static int tlb_install(struct vcpu *v, struct tlb *t, uint32_t phys, uint32_t page, int prot)
+{
+    if (t->as)
+        return aspace_map(t->as, page, phys, prot) ? 0 : -ENOSPC;
+    return guestmem_map(v->gm, phys, page, 0x1000, prot);
+}
+
+/* Drop pages [first, end) (page numbers) from (t)'s host address space. */
+static void tlb_remove(struct vcpu *v, struct tlb *t, uint32_t first, uint32_t end)
+{
+    if (t->as)
+        aspace_unmap(t->as, first, end);
+    else
+        guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12);
+}
+
+/* The TLB a fill at the current CPL goes to. */
+static struct tlb *current_tlb(struct vcpu *v)
+{
+    if (v->cpl == 3 && v->isolation == ISOLATION_PROCESS)
+        return aspace_tlb(aspace_current(v));
+    return &own;
+}
+
+/* Records (page) as mapped in (t) on frame (phys) with (prot), by a fill at (cpl). */
+static void record(struct vcpu *v, struct tlb *t, uint32_t page, uint32_t phys, int prot, bool glob,
+                   bool priv)
+{
+    uint32_t n = page >> 12;
+    set_bit(t->mapped, n, true);
+    set_bit(t->in_use, n >> 6, true);
+    set_bit(t->writable, n, prot & PROT_WRITE);
+    t->frame[n] = phys >> 12;
+    set_bit(t->global, n, glob);
+    set_bit(t->privileged, n, priv);
+    if (priv && page < t->lowest_privileged)
+        t->lowest_privileged = page;
+    TRACE(v, "map %08x -> %08x %s%s", page, phys, prot & PROT_WRITE ? "rw" : "ro", t->as ? " (stub)" : "");
+}
+
+/* The host protection a fill gives a page: writable only once dirty, so the
+ * first write comes back to set D; at CPL 0 with CR0.WP clear, writable
+ * whatever R/W says (SDM vol. 3, 4.6.1). */
+static int fill_prot(struct vcpu *v, const struct walk *w, bool *wp_override)
+{
+    bool rw = (w->pde & PG_RW) && (w->pte & PG_RW);
+    *wp_override = v->cpl == 0 && !(v->cr0 & CR0_WP) && !rw;
+    if (*wp_override)
+        rw = true;
+    return PROT_READ | PROT_EXEC | ((rw && (w->pte & PG_D)) ? PROT_WRITE : 0);
+}
+
+/* Fault-around for a stub (a fill there costs a hand-off): the other pages of
+ * the aligned group of FAULT_AROUND around (linear) that the guest's tables
+ * let user mode read, mapped read-only unless already dirty. Their accessed
+ * flags are set, as a processor that loads translations ahead of use (SDM
+ * vol. 3, 4.10.2.3) and sets accessed flags speculatively (4.8) may. */
+#define FAULT_AROUND 32
+static void fault_around(struct vcpu *v, struct tlb *t, uint32_t linear)
+{
+    uint32_t first = (linear >> 12) & ~(uint32_t)(FAULT_AROUND - 1);
+    for (uint32_t n = first; n < first + FAULT_AROUND; n++) {
+        struct walk w;
+        bool wp;
+        uint32_t page = n << 12;
+        if (bit(t->mapped, n) || page == (linear & ~0xFFFu) || page >= R3_RUNTIME_BASE ||
+            page < v->gm->low_base || paging_walk(v, page, false, true, true, &w) ||
+            !guestmem_ok(v->gm, w.phys & ~0xFFFu, 0x1000))
+            continue;
+        int prot = fill_prot(v, &w, &wp);
+        if (tlb_install(v, t, w.phys & ~0xFFFu, page, prot))
+            return;
+        record(v, t, page, w.phys & ~0xFFFu, prot, false, false);
+    }
+}
+
+/* A kernel fill inside a 4 MiB page maps the rest of it in the same step:
+ * one translation covers the whole page on hardware (SDM vol. 3, 4.10.2.3:
+ * "a TLB entry for a 4-MByte page"), so its other 4 KiB pieces share its
+ * rights and its A and D flags, which the walk just set. Without this, a
+ * kernel that touches fresh memory in its direct map (the page cache during a
+ * disk read) takes one host fault per 4 KiB. Pieces already mapped as
+ * wanted are left; runs of the others go in one mapping each. */
+static void fill_large(struct vcpu *v, struct tlb *t, uint32_t linear, const struct walk *w,
+                       int prot, bool glob, bool priv)
+{
+    uint32_t first = (linear & 0xFFC00000u) >> 12, phys0 = w->phys & 0xFFC00000u;
+    uint32_t run = 0;
+    set_bit(t->large, first >> 10, true);
+    for (uint32_t i = 0; i <= 1024; i++) {
+        uint32_t n = first + i, page = n << 12, phys = phys0 + (i << 12);
+        bool want = i < 1024 && page < R3_RUNTIME_BASE && page >= v->gm->low_base &&
+                    guestmem_ok(v->gm, phys, 0x1000) &&
+                    !(bit(t->mapped, n) && t->frame[n] == phys >> 12 &&
+                      (bit(t->writable, n) || !(prot & PROT_WRITE)));
+        if (want) {
+            run++;
+            continue;
+        }
+        if (run) {
+            uint32_t start = n - run;
+            if (guestmem_map(v->gm, phys0 + ((start - first) << 12), start << 12,
+                             (uint64_t)run << 12, prot))
+                return;
+            for (uint32_t k = start; k < n; k++)
+                record(v, t, k << 12, phys0 + ((k - first) << 12), prot, glob, priv);
+            run = 0;
+        }
+    }
+}
+
+/* mmu_fill; when (quiet), a page that cannot be mapped is only not mapped. */
+static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool quiet)
+{
+    struct walk w;
+    uint32_t page = linear & ~0xFFFu;
+    bool write = access == MMU_WRITE;
+    if (paging_walk(v, linear, write, v->cpl == 3, true, &w))
+        return false;
+    uint32_t phys = w.phys & ~0xFFFu;
+    bool mappable = page < R3_RUNTIME_BASE && page >= v->gm->low_base &&
+                    guestmem_ok(v->gm, phys, 0x1000);
+    if (!mappable && quiet)
+        return false;
+    if (!mappable) {
+        fflush(stdout);
+        console_restore();
+        fprintf(stderr, "ring3: guest access to linear %08x (physical %08x) cannot be mapped: %s\n",
+                linear, w.phys,
+                page >= R3_RUNTIME_BASE ? "it is ring3's runtime area (reserve it with reservetop=)"
+                : page < v->gm->low_base ? "the host keeps the first 64 KiB unmapped"
+                : "no guest memory there (use a larger -m?)");
+        vcpu_dump(v, stderr);
+        monitor_exit(v, EXIT_INTERNAL);
+    }
+    bool us = (w.pde & PG_US) && (w.pte & PG_US), wp_override;
+    int prot = fill_prot(v, &w, &wp_override);
+    struct tlb *t = current_tlb(v);
+    int r = tlb_install(v, t, phys, page, prot);
+    if (r) {
+        fprintf(stderr, "ring3: cannot map guest page %08x: error %d\n", page, -r);
+        monitor_exit(v, EXIT_HOST);
+    }
+    bool glob = (v->cr4 & CR4_PGE) && (w.pte & PG_G), priv = v->cpl == 0 && (!us || wp_override);
+    record(v, t, page, phys, prot, glob, priv);
+    if (t->as)
+        fault_around(v, t, linear);
+    else if (w.large && v->cpl == 0)
+        fill_large(v, t, linear, &w, prot, glob, priv);
+    return true;
+}
+
+bool mmu_fill(struct vcpu *v, uint32_t linear, enum mmu_access access)
+{
+    return fill(v, linear, access, false);
+}
+
+void mmu_prefill(struct vcpu *v, uint32_t linear)
+{
+    if (!bit(current_tlb(v)->mapped, linear >> 12))
+        fill(v, linear, MMU_READ, true);
+}
+
+static void forget_page(struct tlb *t, uint32_t page)
+{
+    set_bit(t->mapped, page, false);
+    set_bit(t->global, page, false);
+    set_bit(t->privileged, page, false);
+    set_bit(t->writable, page, false);
+}
+
+void mmu_flush_page(struct vcpu *v, uint32_t linear)
+{
+    uint32_t page = linear >> 12;
+    /* invlpg drops the translation of the page holding (linear), all 4 MiB
+     * of it when that page is large (SDM vol. 3, INVLPG and 4.10.4.1). */
+    if (bit(own.large, linear >> 22)) {
+        uint32_t first = linear >> 22 << 10;
+        set_bit(own.large, linear >> 22, false);
+        tlb_remove(v, &own, first, first + 1024);
+        for (uint32_t n = first; n < first + 1024; n++)
+            if (bit(own.mapped, n))
+                forget_page(&own, n);
+    } else if (bit(own.mapped, page)) {
+        tlb_remove(v, &own, page, page + 1);
+        forget_page(&own, page);
+    }
+    struct tlb *t = v->as ? aspace_tlb(v->as) : NULL;
+    if (t && bit(t->mapped, page)) {
+        tlb_remove(v, t, page, page + 1);
+        forget_page(t, page);
+    }
+}
+
+enum drop { DROP_ALL, DROP_NOT_GLOBAL, DROP_PRIVILEGED, DROP_STALE };
+
+/* Whether the host mapping of (page), not global, can stay after a CR3
+ * write: it is exactly what a fill would make under the page tables now in
+ * force (the same physical page, the access it was mapped for still allowed,
+ * its accessed flag, and dirty flag if mapped writable, already set, so that
+ * no flag the CPU would set goes unset), or it is made so now. Then a TLB
+ * that dropped it and refilled it could not be told from one that kept it.
+ * A page the new tables map elsewhere, already accessed, is mapped there at
+ * once, with the rights a fill would give: one system call instead of an
+ * unmap, a host fault and a map when the process touches it again. */
+static bool mapping_current(struct vcpu *v, struct tlb *t, uint32_t page)
+{
+    struct walk w;
+    uint32_t linear = page << 12;
+    bool wr = bit(t->writable, page), user = !bit(t->privileged, page);
+
+    if (paging_walk(v, linear, false, user, false, &w) || !(w.pde & PG_A) || !(w.pte & PG_A))
+        return false;
+    bool rw = (w.pde & PG_RW) && (w.pte & PG_RW) && (w.pte & PG_D);
+    if (w.phys >> 12 != t->frame[page] || wr != rw) {
+        if (!user && !rw && !(v->cr0 & CR0_WP))
+            return false;       /* a CR0.WP = 0 override: let a fault decide */
+        uint32_t phys = w.phys & ~0xFFFu;
+        if (!guestmem_ok(v->gm, phys, 0x1000) ||
+            tlb_install(v, t, phys, linear, PROT_READ | PROT_EXEC | (rw ? PROT_WRITE : 0)))
+            return false;
+        t->frame[page] = phys >> 12;
+        set_bit(t->writable, page, rw);
+    }
+    set_bit(t->global, page, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
+    return true;
+}
+
+static uint64_t drop_mask(struct vcpu *v, struct tlb *t, unsigned word, enum drop what)
+{
+    uint64_t m;
+
+    switch (what) {
+    case DROP_ALL: return t->mapped[word];
+    case DROP_NOT_GLOBAL: return t->mapped[word] & ~t->global[word];
+    case DROP_PRIVILEGED: return t->mapped[word] & t->privileged[word];
+    default:
+        m = t->mapped[word] & ~t->global[word];
+        for (uint64_t todo = m; todo; todo &= todo - 1) {
+            unsigned b = (unsigned)__builtin_ctzll(todo);
+            if (mapping_current(v, t, word * 64 + b))
+                m &= ~(1ull << b);
+        }
+        return m;
+    }
+}
+
+/* Drops the selected pages of word (w) of the bitmaps; (first, end) is the
+ * run being gathered, unmapped when a page that stays ends it. */
+static void drop_in_word(struct vcpu *v, struct tlb *t, unsigned w, enum drop what, uint32_t *first,
+                         uint32_t *end)
+{
+    uint64_t drop = drop_mask(v, t, w, what), keep = t->mapped[w] & ~drop;
+
+    for (uint64_t todo = drop; todo; todo &= todo - 1) {
+        unsigned d = (unsigned)__builtin_ctzll(todo);
+        uint64_t kept_before = keep & ((1ull << d) - 1);
+        if (kept_before && *end) {
+            tlb_remove(v, t, *first, *end);
+            *end = 0;
+        }
+        keep &= ~kept_before;
+        if (!*end)
+            *first = w * 64 + d;
+        *end = w * 64 + d + 1;
+    }
+    if (keep && *end) {
+        tlb_remove(v, t, *first, *end);
+        *end = 0;
+    }
+    t->mapped[w] &= ~drop;
+    t->global[w] &= ~drop;
+    t->privileged[w] &= ~drop;
+    t->writable[w] &= ~drop;
+}
+
+/* Unmaps every mapped page of (t) that (what) selects. A run may span pages
+ * that are not mapped (they are the reservation already), so that all of a
+ * process's pages usually go in one system call; a page that stays ends it.
+ * Only the bitmap words in_use names are looked at. */
+static void unmap_where(struct vcpu *v, struct tlb *t, enum drop what)
+{
+    uint32_t first = 0, end = 0;    /* the run: pages [first, end), none when end == 0 */
+
+    for (unsigned u = 0; u < NPAGES / 64 / 64; u++) {
+        for (uint64_t words = t->in_use[u]; words; words &= words - 1) {
+            unsigned w = u * 64 + (unsigned)__builtin_ctzll(words);
+            if (t->mapped[w])
+                drop_in_word(v, t, w, what, &first, &end);
+            if (!t->mapped[w])
+                t->in_use[u] &= ~(1ull << (w % 64));
+        }
+    }
+    if (end)
+        tlb_remove(v, t, first, end);
+    if (what == DROP_ALL || what == DROP_PRIVILEGED)
+        t->lowest_privileged = NO_PRIVILEGED;
+}
+
+void mmu_flush(struct vcpu *v, bool keep_global)
+{
+    unmap_where(v, &own, keep_global ? DROP_NOT_GLOBAL : DROP_ALL);
+    v->user_unlimited = false;
+    v->tlb_epoch++;
+    TRACE(v, "flush%s", keep_global ? " (global pages kept)" : "");
+}
+
+void mmu_new_cr3(struct vcpu *v)
+{
+    unmap_where(v, &own, DROP_STALE);
+    v->user_unlimited = false;
+    v->tlb_epoch++;
+    v->as = NULL;
+    TRACE(v, "cr3 %08x: stale mappings dropped", v->cr3);
+}
+
+void mmu_set_cpl(struct vcpu *v, unsigned cpl)
+{
+    if (cpl > v->cpl) {
+        v->user_limit = 0;
+        /* In-process user code must not reach what only the kernel may: limit
+         * its segments below those pages, or drop them; and below ring3's
+         * runtime area always, which stays mapped. A stub has neither. */
+        if (v->isolation == ISOLATION_NONE) {
+            uint32_t top = R3_RUNTIME_BASE;
+            if (own.lowest_privileged < top && v->user_unlimited)
+                unmap_where(v, &own, DROP_PRIVILEGED);
+            else if (own.lowest_privileged < top)
+                top = own.lowest_privileged;
+            if (seg_set_user_limit(v, top))
+                v->user_limit = top;
+            else
+                unmap_where(v, &own, DROP_PRIVILEGED);
+        }
+        seg_sync_tls(v);
+    } else if (cpl < v->cpl) {
+        v->user_limit = 0;
+    }
+    if (cpl == 3 && !v->first_user_ns)
+        v->first_user_ns = events_now();
+    v->cpl = cpl;
+    seg_user_data(v);
+}
+
+bool mmu_user_unlimit(struct vcpu *v)
+{
+    if (v->cpl != 3 || !v->user_limit || v->user_limit >= R3_RUNTIME_BASE)
+        return false;           /* none, or past the runtime area's start: the process's own #GP */
+    TRACE(v, "user access beyond the limit %08x: supervisor pages dropped", v->user_limit);
+    unmap_where(v, &own, DROP_PRIVILEGED);
+    v->user_unlimited = true;
+    v->user_limit = seg_set_user_limit(v, R3_RUNTIME_BASE) ? R3_RUNTIME_BASE : 0;
+    seg_user_data(v);
+    return true;
+}
+
+struct tlb *mmu_tlb_new(struct aspace *as)
+{
+    struct tlb *t = calloc(1, sizeof *t);
+    if (t) {
+        t->as = as;
+        t->lowest_privileged = NO_PRIVILEGED;
+    }
+    return t;
+}
+
+void mmu_tlb_validate(struct vcpu *v, struct tlb *t)
+{
+    unmap_where(v, t, DROP_STALE);
+}
+
+void mmu_tlb_forget(struct tlb *t)
+{
+    struct aspace *as = t->as;
+    memset(t, 0, sizeof *t);
+    t->as = as;
+    t->lowest_privileged = NO_PRIVILEGED;
+}
+
+void mmu_init(struct vcpu *v)
+{
+    (void)v;
+    mmu_tlb_forget(&own);
+}
