@@ -28,5 +28,6 @@
 #define EFLAGS_USER    0x244DD5
 #define EFLAGS_IF      0x200
 #define EFLAGS_ID      0x200000
+#define EFLAGS_NT      0x4000
 
 #endif

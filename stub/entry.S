@@ -42,18 +42,18 @@ stub_sig_entry:
     addq $8, %rsp
     testl %eax, %eax
     jz 9f
-    /* x86-64 rt_sigreturn restores neither DS, ES, FS, GS nor EFLAGS.ID (restore_sigcontext,
-     * FIX_EFLAGS): load them here, as guest code is to have them. Loading FS and GS also loads
-     * their bases from the descriptors, as 32-bit code expects. */
+    /* x86-64 rt_sigreturn restores neither DS, ES, FS, GS nor EFLAGS.NT and ID
+     * (restore_sigcontext, FIX_EFLAGS): load them here, as guest code is to have them. Loading
+     * FS and GS also loads their bases from the descriptors, as 32-bit code expects. */
     movabsq $STUB_CTL_ADDR, %rax
     LOADSEL %es, 0
     LOADSEL %ds, 3
     LOADSEL %fs, 4
     LOADSEL %gs, 5
     movl CTL_R_EFLAGS(%rax), %ecx
-    andl $EFLAGS_ID, %ecx
+    andl $(EFLAGS_ID | EFLAGS_NT), %ecx
     pushfq
-    andq $~EFLAGS_ID, (%rsp)
+    andq $~(EFLAGS_ID | EFLAGS_NT), (%rsp)
     orq %rcx, (%rsp)
     popfq
 9:  ret                                 /* to stub_restorer (sa_restorer) */

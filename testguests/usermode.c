@@ -58,6 +58,25 @@ static void on_syscall(struct trapframe *tf)
     }
 }
 
+/* Called from ring 3. At CPL 3 with IOPL 0, cli and sti raise #GP(0) and popf leaves IF as it
+ * was (SDM vol. 3, 6.8.1; vol. 2, POPF); with IOPL 3 cli and sti are allowed. The probes'
+ * names match the ones ring 3 reports with. */
+void kernel_cli(void)
+{
+    __asm__ __volatile__(PROBE_ASM("kernel's cli at CPL 3", "cli") : : : "memory");
+}
+
+void kernel_sti(void)
+{
+    __asm__ __volatile__(PROBE_ASM("kernel's sti at CPL 3", "sti") : : : "memory");
+}
+
+void kernel_popf_if_clear(void)
+{
+    __asm__ __volatile__("pushfl\n\tandl $~0x200, (%%esp)\n\t"
+                         PROBE_ASM("kernel's popf at CPL 3", "popfl") : : : "memory", "cc");
+}
+
 static void setup(void)
 {
     uint32_t *pd = paging_identity(PTE_W | PTE_U);
@@ -80,9 +99,9 @@ static void report(void)
 {
     kprintf("ring 3 saw: cs 0x%x ss 0x%x ds 0x%x es 0x%x fs 0x%x gs 0x%x\n", seen.cs, seen.ss,
             seen.ds, seen.es, seen.fs, seen.gs);
-    kprintf("ring 3 saw: IF %u IOPL %u, pid %u, IF after popf clearing it %u\n",
-            (seen.eflags & EFLAGS_IF) ? 1 : 0, (seen.eflags & EFLAGS_IOPL) >> 12, seen.pid,
-            seen.popf_if);
+    kprintf("ring 3 saw: IF %u IOPL %u, pid %u, IF after popf clearing it %u, after the "
+            "kernel's %u\n", (seen.eflags & EFLAGS_IF) ? 1 : 0, (seen.eflags & EFLAGS_IOPL) >> 12,
+            seen.pid, seen.popf_if, seen.kernel_popf_if);
     kprintf("sysenter: kernel cs 0x%x ss 0x%x esp %s; sysexit to cs 0x%x ss 0x%x, eax %u\n",
             sysenter_cs, sysenter_ss,
             sysenter_esp == (uint32_t)sysenter_stack + sizeof(sysenter_stack) ? "= msr" : "WRONG",

@@ -52,6 +52,15 @@ static void probes(void)
     UPROBE("read user read-only page", "movl 0x40001000, %%eax");
     UPROBE("write user read-only page", "movl %%eax, 0x40001008");
     UPROBE("read unmapped page", "movl 0x40002000, %%eax");
+    /* The top of the address space, which this guest's tables leave unmapped, and where
+     * ring3 keeps its runtime: a user access there is the guest's #PF all the same. */
+    UPROBE("read unmapped page at 0xffff1000", "movl 0xffff1000, %%eax");
+    UPROBE("write unmapped page at 0xffff0000", "movl %%eax, 0xffff0000");
+    /* The kernel's own cli, sti and popf, which the ring3 build rewrote, run at CPL 3. */
+    UPROBE("kernel's cli at CPL 3", "call *%0", "r"(kernel_cli));
+    UPROBE("kernel's sti at CPL 3", "call *%0", "r"(kernel_sti));
+    UPROBE("kernel's popf at CPL 3", "call *%0", "r"(kernel_popf_if_clear));
+    seen.kernel_popf_if = (read_eflags() & EFLAGS_IF) != 0;
 }
 
 void user_main(void)
@@ -81,6 +90,8 @@ void user_main_iopl(void)
     uart_puts_direct("user: direct uart output at IOPL 3\n");
     UPROBE("cli at IOPL 3", "cli");
     UPROBE("sti at IOPL 3", "sti");
+    UPROBE("kernel's cli at CPL 3, IOPL 3", "call *%0", "r"(kernel_cli));
+    UPROBE("kernel's sti at CPL 3, IOPL 3", "call *%0", "r"(kernel_sti));
     UPROBE("outb to port 0x80 at IOPL 3", "outb %%al, $0x80");
     uexit(5);
 }

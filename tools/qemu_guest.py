@@ -35,14 +35,15 @@ class Result:
     boot_seconds: float  # from starting QEMU to /init's begin marker
 
 
-def run(command, accel="tcg", timeout=300, disk=None, memory="256M"):
+def run(command, accel="tcg", timeout=300, disk=None, memory="256M", initramfs=INITRAMFS):
     """Run (command) in the guest under qemu-system-i386 -accel (accel). With (disk), a raw
     image as the first virtio disk with snapshot=on, and the guest's root on it (what
-    `ring3 run --disk DISK,snapshot=on --append root=/dev/vda` gives). Raises RuntimeError
-    saying what happened when the command's end marker does not arrive within (timeout) s."""
+    `ring3 run --disk DISK,snapshot=on --append root=/dev/vda` gives). (initramfs) is ring3's
+    initramfs or one that extends it. Raises RuntimeError saying what happened when the
+    command's end marker does not arrive within (timeout) s."""
     token = os.urandom(8).hex()
     begin, end = f"{token}-begin".encode(), f"{token}-end ".encode()
-    base = INITRAMFS.read_bytes()
+    base = Path(initramfs).read_bytes()
     with tempfile.TemporaryDirectory() as tmp:
         initrd = Path(tmp) / "initrd"
         initrd.write_bytes(base + b"\0" * (-len(base) % 4) + newc(

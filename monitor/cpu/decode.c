@@ -1,4 +1,5 @@
-/* Decodes the sensitive instructions unrewritten guest code may run that arrive as #GP: cli, sti, in, out, ins, outs, cpuid.
+/* Decodes the sensitive instructions unrewritten guest code may run that arrive as #GP: cli, sti, in, out, ins, outs, cpuid;
+ * and the rewritten cli when code assembled for CPL 0 runs at CPL 3.
  *
  * Guest processes are not rewritten. With IOPL 3 (SDM vol. 1, 18.2; vol. 3,
  * 6.8.1) the I/O instructions are legal at CPL 3, but the host keeps the
@@ -11,6 +12,7 @@
 #include "monitor/mmu/mmu.h"
 
 #include "emulate.h"
+#include "fetch.h"
 #include "vcpu.h"
 
 static uint32_t desc_of(unsigned kind, unsigned bytes, unsigned base, bool rep, unsigned seg)
@@ -23,14 +25,8 @@ static uint32_t desc_of(unsigned kind, unsigned bytes, unsigned base, bool rep, 
 
 bool decode_io_instruction(struct vcpu *v)
 {
-    uint8_t code[16] = {0};
-    /* The bytes up to the end of the page, and those after it only if that
-     * page is there: the CPU fetched the whole instruction before its #GP,
-     * and the bytes after a short one must not raise a #PF of their own. */
-    uint32_t eip = v->sh->eip, avail = 0x1000 - (eip & 0xFFF);
-    if (avail >= sizeof code || mmu_readable(v, eip + avail))
-        avail = sizeof code;
-    mmu_read(v, eip, code, avail, false);
+    uint8_t code[FETCH_INSN_MAX + 1] = {0};
+    fetch_code(v, v->sh->eip, code, sizeof code);
     unsigned i = 0, opsize = 4, seg = 0;
     bool rep = false;
     for (; i < 15; i++) {
@@ -57,6 +53,18 @@ bool decode_io_instruction(struct vcpu *v)
         desc = 0;
         break;
     case 0xFA: entry = R3_E_CLI; desc = 0; break;
+    case 0xC6:
+        /* The rewritten cli, `movb $0, %ss:R3_VIF_ADDR` (ABI: CLI is INLINE),
+         * run outside CPL 0: a cli all the same (IOPL decides, SDM vol. 3,
+         * 6.8.1), not a store to ring3's shared page. */
+        if (seg != 1 + SREG_SS || code[i] != 0x05 || code[i + 5] != 0 ||
+            (code[i + 1] | code[i + 2] << 8 | code[i + 3] << 16 | (uint32_t)code[i + 4] << 24) !=
+                R3_VIF_ADDR)
+            return false;
+        i += 6;
+        entry = R3_E_CLI;
+        desc = 0;
+        break;
     case 0xFB: entry = R3_E_STI; desc = 0; break;
     case 0xE4: case 0xE5: case 0xE6: case 0xE7:
         entry = op < 0xE6 ? R3_E_IN : R3_E_OUT;

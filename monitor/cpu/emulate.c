@@ -234,9 +234,9 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
         need_cpl0(v);
         value = v->dr[sysreg_dr_index(v, reg)];
         if (sysreg_dr_index(v, reg) == 6)
-            value |= 0xFFFF0FF0u;     /* DR6 reserved bits read as 1 */
+            value |= DR6_FIXED1;
         if (sysreg_dr_index(v, reg) == 7)
-            value |= 0x400u;
+            value |= DR7_FIXED1;
         r[R3_D_BASE(desc)] = value;
         break;
     case R3_E_MOV_TO_SREG:
@@ -279,12 +279,35 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
     }
 }
 
+/* The site whose return address is at [esp] (entry (entry)): its words
+ * popped, EIP after it, faults reported at its first byte (the original
+ * instruction's label), then the entry emulated. PUSHF's site is `pushfl;
+ * call`: the image the inline pushfl left is popped and pushed again as the
+ * entry makes it, which is the fast path's fix in place. */
+static void emulate_site(struct vcpu *v, unsigned entry)
+{
+    bool fixup = entry == R3_E_PUSHF;
+    struct r3_shared *sh = v->sh;
+    unsigned words = entry_words[entry];
+    uint32_t esp = sh->regs[REG_ESP], base = v->sreg[SREG_SS].base;
+    uint32_t ret = mmu_read32(v, base + esp, false);
+    uint32_t desc = words ? mmu_read32(v, base + esp + 4, false) : 0;
+    uint32_t aux = words ? mmu_read32(v, base + esp + 8, false) : 0;
+    sh->regs[REG_ESP] = esp + R3_FRAME_LEN(words) + (fixup ? 4 : 0);
+    sh->eip = ret;
+    memcpy(v->fault_regs, sh->regs, sizeof v->fault_regs);
+    v->fault_eip = ret - R3_SITE_LEN(words) - (fixup ? 1 : 0);
+    v->fault_esp = sh->regs[REG_ESP];
+    if (v->trace)
+        TRACE(v, "%s at %08x desc %08x aux %08x", entry_names[entry], v->fault_eip, desc, aux);
+    emulate_entry(v, entry, desc, aux);
+}
+
 void emulate_gate(void)
 {
     struct vcpu *v = &the_vcpu;
     struct r3_shared *sh = v->sh;
     unsigned entry = sh->entry < R3_ENTRY_COUNT ? sh->entry : 0;
-    unsigned words = entry_words[entry];
     uint64_t t0 = stats_start();
     jmp_buf jb;
     seg_take_fast_loads(v);
@@ -304,20 +327,7 @@ void emulate_gate(void)
             real[i] = (uint16_t)sh->sel[i];
         seg_sync_user(v, real, sh->fsbase, sh->gsbase);
     }
-    uint32_t esp = sh->regs[REG_ESP], base = v->sreg[SREG_SS].base;
-    uint32_t ret = mmu_read32(v, base + esp, false);
-    uint32_t desc = words ? mmu_read32(v, base + esp + 4, false) : 0;
-    uint32_t aux = words ? mmu_read32(v, base + esp + 8, false) : 0;
-    /* Unwind the site: the instruction acts from its first byte, which is
-     * also where a fault is reported (the original instruction's label). */
-    sh->regs[REG_ESP] = esp + R3_FRAME_LEN(words);
-    sh->eip = ret;
-    memcpy(v->fault_regs, sh->regs, sizeof v->fault_regs);
-    v->fault_eip = ret - R3_SITE_LEN(words);
-    v->fault_esp = sh->regs[REG_ESP];
-    if (v->trace)
-        TRACE(v, "%s at %08x desc %08x aux %08x", entry_names[entry], v->fault_eip, desc, aux);
-    emulate_entry(v, entry, desc, aux);
+    emulate_site(v, entry);
     /* sysenter clears IF and touches no device: no interrupt can be taken
      * now and no deadline moved, so the devices need not be looked at. */
     if (entry == R3_E_SYSENTER)
@@ -335,4 +345,59 @@ publish:
         size_t size;
         aspace_run_user(v, runtime_xsave(&size));
     }
+}
+
+/* The entry whose site call ends at (ret): `call *%cs:R3_TABLE+4*N` in the 7
+ * bytes before it. False when those bytes are no such call, or not readable. */
+static bool site_entry(struct vcpu *v, uint32_t ret, unsigned *entry)
+{
+    uint8_t call[R3_CALL_LEN];
+    uint32_t slot;
+    uint32_t at = ret - R3_CALL_LEN;
+    if (!mmu_readable(v, at) || !mmu_readable(v, ret - 1))
+        return false;
+    mmu_read(v, at, call, sizeof call, false);
+    memcpy(&slot, call + 3, 4);
+    if (call[0] != 0x2E || call[1] != 0xFF || call[2] != 0x15 || slot < R3_TABLE ||
+        (slot - R3_TABLE) % 4 || (slot - R3_TABLE) / 4 >= R3_ENTRY_COUNT)
+        return false;
+    *entry = (slot - R3_TABLE) / 4;
+    return true;
+}
+
+bool emulate_site_entry_at(struct vcpu *v, uint32_t eip, unsigned *entry, bool *inside)
+{
+    uint8_t b[R3_PUSH_LEN];
+    unsigned pushes = 0;
+    *inside = false;
+    if (!mmu_readable(v, eip) || !mmu_readable(v, eip + R3_PUSH_LEN - 1))
+        return false;
+    mmu_read(v, eip, b, sizeof b, false);
+    if (b[0] == 0x68)
+        pushes = 1;
+    if (!site_entry(v, eip + pushes * R3_PUSH_LEN + R3_CALL_LEN, entry))
+        return false;
+    /* Inside when the site's earlier instructions ran: its AUX push (a push
+     * and the call left), both pushes (the call of a two-word entry), or the
+     * inline pushfl of PUSHF. */
+    *inside = entry_words[*entry] == 2 || (pushes == 0 && *entry == R3_E_PUSHF);
+    return true;
+}
+
+bool emulate_stepped_site(struct vcpu *v, bool step)
+{
+    struct r3_shared *sh = v->sh;
+    uint32_t ret_at = v->sreg[SREG_SS].base + sh->regs[REG_ESP];
+    unsigned entry;
+    if (!mmu_readable(v, ret_at) || !mmu_readable(v, ret_at + 3) ||
+        !site_entry(v, mmu_read32(v, ret_at, false), &entry))
+        return false;
+    /* INT n, INT3 and INTO (taken) clear TF on their way through the IDT,
+     * and no single-step trap follows them (SDM vol. 3, 17.3.1.4). */
+    bool soft_int = entry == R3_E_INT || entry == R3_E_INT3 ||
+                    (entry == R3_E_INTO && (sh->eflags & FL_OF));
+    emulate_site(v, entry);
+    if (step && !soft_int)
+        vcpu_single_step(v);
+    return true;
 }

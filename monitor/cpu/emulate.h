@@ -16,11 +16,27 @@ void emulate_gate(void);
  * insert mode, by insert_emulate after decoding. */
 void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux);
 
+/* A single-step trap (TF) at the first instruction of the runtime code a
+ * site's call leads to: the guest called the site whose return address is
+ * at [esp] with TF set. Emulate it as one instruction and, when (step),
+ * raise the single-step #DB after it, as the CPU does after an instruction
+ * that began with TF set (SDM vol. 3, 17.3.1.4). False, changing nothing,
+ * when [esp] holds no site's return address. */
+bool emulate_stepped_site(struct vcpu *v, bool step);
+
+/* Whether the code at (eip) is the rest of a site: the site's call
+ * `call *%cs:R3_TABLE+4*N` (*entry = N), or a push and that call. (*inside)
+ * tells whether some of the site has run already (its pushes, or PUSHF's
+ * inline pushfl), so that a single step landing at (eip) is one inside the
+ * site, which counts as one instruction. */
+bool emulate_site_entry_at(struct vcpu *v, uint32_t eip, unsigned *entry, bool *inside);
+
 /* The ABI name of (entry), e.g. "SYSENTER". */
 const char *emulate_entry_name(unsigned entry);
 
-/* decode.c: if the instruction at sh->eip is cli, sti, in, out, ins or outs, run it
- * through its entry (which checks IOPL) and return true. */
+/* decode.c: if the instruction at sh->eip is cli, sti, in, out, ins, outs or
+ * cpuid, or the rewritten cli (a store to the virtual IF), run it through
+ * its entry (which checks IOPL) and return true. */
 bool decode_io_instruction(struct vcpu *v);
 
 /* ---- The entries' parts that have files of their own ---- */

@@ -19,47 +19,33 @@
 #include "monitor/mmu/mmu.h"
 
 #include "emulate.h"
+#include "fetch.h"
 #include "runtime.h"
 #include "vcpu.h"
 
-#define PAGE_SIZE 0x1000u
-/* The marker, an instruction of at most 15 bytes (SDM vol. 2, 2.3.11), and the hlt of `sti; hlt`. */
-#define FETCH_MAX (R3_INSERT_MARKER_LEN + 15u + 1u)
-
-static csh insert_cs;
-static cs_insn *insert_insn;
-
-/* Capstone, opened on the first trap. */
-static void insert_open(struct vcpu *v)
-{
-    if (insert_insn)
-        return;
-    if (cs_open(CS_ARCH_X86, CS_MODE_32, &insert_cs) != CS_ERR_OK ||
-        cs_option(insert_cs, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK ||
-        !(insert_insn = cs_malloc(insert_cs))) {
-        fprintf(stderr, "ring3: cannot open the Capstone disassembler for insert mode\n");
-        monitor_exit(v, EXIT_HOST);
-    }
-}
+/* The marker, an instruction, and the hlt of `sti; hlt`. */
+#define FETCH_MAX (R3_INSERT_MARKER_LEN + FETCH_INSN_MAX + 1u)
 
 bool insert_emulate(struct vcpu *v, bool undefined_opcode)
 {
     uint32_t eip = v->sh->eip;
     uint8_t code[FETCH_MAX];
     struct insert_site site;
+    csh cs;
+    cs_insn *insn;
 
     if (!undefined_opcode && v->cpl != 0)
         return false;               /* only a marker (#UD) makes a trap at CPL 3 insert mode's */
-    insert_open(v);
+    fetch_capstone(v, &cs, &insn);
     /* The bytes up to the end of the page first: a short instruction at the end of a page
      * must not fault on the next one. Only an instruction that goes on there reads it. */
-    size_t in_page = PAGE_SIZE - (eip & (PAGE_SIZE - 1)), len = in_page < FETCH_MAX ? in_page : FETCH_MAX;
+    size_t in_page = 0x1000u - (eip & 0xFFFu), len = in_page < FETCH_MAX ? in_page : FETCH_MAX;
     mmu_read(v, eip, code, (uint32_t)len, false);
-    enum insert_decoded r = insert_decode(insert_cs, insert_insn, code, len, undefined_opcode, &site);
+    enum insert_decoded r = insert_decode(cs, insn, code, len, undefined_opcode, &site);
     if (r == INSERT_SHORT && len < FETCH_MAX) {
         len = FETCH_MAX;
         mmu_read(v, eip, code, (uint32_t)len, false);
-        r = insert_decode(insert_cs, insert_insn, code, len, undefined_opcode, &site);
+        r = insert_decode(cs, insn, code, len, undefined_opcode, &site);
     }
     if (r != INSERT_SITE || (!site.marked && v->cpl != 0)) {
         if (site.marked)
@@ -70,7 +56,7 @@ bool insert_emulate(struct vcpu *v, bool undefined_opcode)
           site.aux);
     stats_insert(site.entry);
     v->sh->eip = eip + site.len;    /* the entries act as from after the instruction */
-    r3_signal_reload_state = 1;     /* it may load FS or GS (mov, lfs, iret...), or EFLAGS.ID (popf) */
+    r3_signal_reload_state = 1;     /* it may load FS or GS (mov, lfs, iret...) */
     emulate_entry(v, site.entry, site.desc, site.aux);
     return true;
 }

@@ -26,8 +26,11 @@
 #define EFLAGS_IOPL 0x3000
 #define EFLAGS_TF   0x100
 #define EFLAGS_DF   0x400
+#define EFLAGS_NT   0x4000
 #define EFLAGS_AC   0x40000
 #define EFLAGS_ID   0x200000
+/* ucontext_t: uc_flags, uc_link, uc_stack (24 bytes), then gregs[REG_EFL = 17] (x86-64 psABI, <sys/ucontext.h>) */
+#define UC_EFLAGS   (40 + 8 * 17)
 
 /* The entry numbers as assembler symbols R3_E_<name>. */
 #define R3_ASM_SET(num, name, words, path, contract) .set R3_E_##name, num;
@@ -56,10 +59,14 @@ mon_xsave:   .quad 0            /* 64-byte aligned XSAVE area for the guest's ve
     .balign 16
 
     .code32
-/* sti: virtual IF := 1; a waiting interrupt needs the monitor. */
+/* sti: virtual IF := 1; a waiting interrupt needs the monitor. At CPL 3 the
+ * gate decides by IOPL (SDM vol. 3, 6.8.1); CPL is read through CS, the one
+ * segment whose limit never stops below the shared page. */
 stub_sti:
-    movb $1, %ss:SH(SH_VIF)
     pushfl
+    cmpl $0, %cs:SH(SH_CPL)
+    jne 1f
+    movb $1, %ss:SH(SH_VIF)
     cmpb $0, %ss:SH(SH_PENDING)
     jne 1f
     popfl
@@ -67,19 +74,31 @@ stub_sti:
 1:  popfl
     jmp gate_stubs + GATE_STUB_SIZE * R3_E_STI
 
-/* After an inline pushfl: put the virtual IF (and IOPL 0) into the image. */
+/* After an inline pushfl: put the virtual IF (and IOPL 0) into the image;
+ * outside CPL 0 the gate does. */
 stub_pushf:
     pushfl
+    cmpl $0, %cs:SH(SH_CPL)
+    jne 2f
     andl $~(EFLAGS_IF | EFLAGS_IOPL), 8(%esp)
     testb $1, %ss:SH(SH_VIF)
     jz 1f
     orl $EFLAGS_IF, 8(%esp)
 1:  popfl
     ret
+2:  popfl
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_PUSHF
 
 /* popf: arithmetic flags, DF, TF, AC, NT from the image; IF into the shared
- * page. At CPL 3 the CPU ignores the image's IF and IOPL (SDM vol. 2, POPF). */
+ * page. At CPL 3 the CPU ignores the image's IF and IOPL (SDM vol. 2, POPF):
+ * the gate applies that. An image with TF goes to the gate as well, whose
+ * way back sets TF with the iretq that also ends the instruction, so that
+ * the single-step trap comes after the next one, not after the stub's ret. */
 stub_popf:
+    cmpl $0, %cs:SH(SH_CPL)
+    jne 3f
+    testl $EFLAGS_TF, 4(%esp)
+    jnz 3f
     testl $EFLAGS_IF, 4(%esp)
     jz 1f
     movb $1, %ss:SH(SH_VIF)
@@ -99,7 +118,7 @@ stub_popf:
 stub_push_sreg:
     pushl %eax
     pushfl                      /* +8 return address, +12 DESC, +16 AUX */
-    cmpl $0, %ss:SH(SH_CPL)
+    cmpl $0, %cs:SH(SH_CPL)
     jne 1f
     movl 12(%esp), %eax
     testb $0x80, %al            /* DESC SIZE 2: a 32-bit push */
@@ -165,7 +184,7 @@ stub_mov_to_sreg:
     negl %eax
     movzwl 28(%esp,%eax,4), %eax
 2:  /* %eax: the selector; %ecx: DESC, whose REG is the segment register */
-    cmpl $0, %ss:SH(SH_CPL)
+    cmpl $0, %cs:SH(SH_CPL)
     jne 9f
     andl $0xF, %ecx
     cmpl $5, %ecx
@@ -348,14 +367,14 @@ r3_blob_end:
 r3_signal_entry:
     /* The host clears DF and TF for a handler but leaves AC as the guest set
      * it (popf): with the host's CR0.AM, C code would take #AC on its first
-     * unaligned access. sigreturn restores the guest's from the frame. ID
-     * stays: sigreturn takes it from the flags live at rt_sigreturn. */
+     * unaligned access. sigreturn restores the guest's from the frame. */
     pushfq
     andq $~(EFLAGS_AC | EFLAGS_DF | EFLAGS_TF), (%rsp)
     popfq
     pushq %rbx
     pushq %r12
-    subq $8, %rsp
+    pushq %r13
+    movq %rdx, %r13             /* the ucontext, for the flags below */
     rdfsbase %rbx
     movq r3_monitor_fsbase(%rip), %rax
     wrfsbase %rax
@@ -366,8 +385,7 @@ r3_signal_entry:
     /* An emulation in the handler (insert mode) may have changed what the
      * host's sigreturn does not restore from the frame: the FS and GS
      * selectors and the GS base (loaded as exit64 does; C code could not
-     * load FS itself), and EFLAGS.ID (outside the flags sigreturn takes
-     * from the frame, it keeps the live one). */
+     * load FS itself). */
     cmpb $0, r3_signal_reload_state(%rip)
     je 1f
     movb $0, r3_signal_reload_state(%rip)
@@ -376,15 +394,21 @@ r3_signal_entry:
     movw SH_GS(%rcx), %gs
     movq SH_GSBASE(%rcx), %rdx
     wrgsbase %rdx
-    movl SH_EFLAGS(%rcx), %edx
-    andl $EFLAGS_ID, %edx
+    /* Neither does it restore EFLAGS.NT and ID: x86-64 rt_sigreturn takes
+     * only FIX_EFLAGS from the frame and keeps the rest as they are live at
+     * its system call, and the host's signal delivery left them as the
+     * interrupted code had them. A guest event may have changed them (NT
+     * cleared by an exception's delivery, SDM vol. 3, 6.12.1): make them the
+     * frame's now. */
+1:  movq UC_EFLAGS(%r13), %rdx
+    andl $(EFLAGS_NT | EFLAGS_ID), %edx
     pushfq
-    andq $~EFLAGS_ID, (%rsp)
+    andq $~(EFLAGS_NT | EFLAGS_ID), (%rsp)
     orq %rdx, (%rsp)
     popfq
-1:  wrfsbase %rax
+    wrfsbase %rax
     movb %r12b, r3_sud_selector(%rip)
-    addq $8, %rsp
+    popq %r13
     popq %r12
     popq %rbx
     ret

@@ -38,8 +38,8 @@ extern const char r3_sigreturn[], r3_sigreturn_end[];
 
 /* Set by a signal handler that may have changed guest state the host's
  * sigreturn does not restore from the signal frame (FS and GS selectors, the
- * GS base, EFLAGS.ID): the signal entry loads them from the shared page on
- * its way out, and clears it. */
+ * GS base): the signal entry loads them from the shared page on its way out,
+ * and clears it. EFLAGS.NT and ID it always takes from the frame. */
 extern volatile uint8_t r3_signal_reload_state;
 
 #endif

@@ -62,7 +62,7 @@ uint32_t sysreg_read_cr(struct vcpu *v, unsigned n)
 unsigned sysreg_dr_index(struct vcpu *v, unsigned n)
 {
     if (n == 4 || n == 5) {
-        if (v->cr4 & 0x8u)
+        if (v->cr4 & CR4_DE)
             vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
         return n + 2;
     }

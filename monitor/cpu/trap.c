@@ -28,6 +28,20 @@ _Noreturn void vcpu_raise(struct vcpu *v, unsigned vector, int error)
     longjmp(*v->fault_jmp, 1);
 }
 
+_Noreturn void vcpu_raise_trap(struct vcpu *v, unsigned vector)
+{
+    memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
+    v->fault_eip = v->sh->eip;
+    v->fault_esp = v->sh->regs[REG_ESP];
+    vcpu_raise(v, vector, NO_ERROR_CODE);
+}
+
+_Noreturn void vcpu_single_step(struct vcpu *v)
+{
+    v->dr[6] |= DR6_BS;
+    vcpu_raise_trap(v, VEC_DB);
+}
+
 static uint32_t eflags_image(const struct vcpu *v)
 {
     return (v->sh->eflags & FL_USER) | (v->sh->vif ? FL_IF : 0) | v->iopl | 0x2;

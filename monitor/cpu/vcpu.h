@@ -54,8 +54,15 @@ enum isolation {
 #define CR0_WP 0x00010000u
 #define CR0_AM 0x00040000u
 #define CR0_PG 0x80000000u
+#define CR4_DE  0x00000008u
 #define CR4_PSE 0x00000010u
 #define CR4_PGE 0x00000080u
+
+/* DR6 (SDM vol. 3, 17.2.3): BS, the single-step condition; the bits that
+ * always read as 1; DR7 bit 10 reads as 1 too. */
+#define DR6_BS       0x00004000u
+#define DR6_FIXED1   0xFFFF0FF0u
+#define DR7_FIXED1   0x00000400u
 
 /* Exception vectors (SDM vol. 3, 6.3.1). */
 enum {
@@ -89,6 +96,11 @@ struct vcpu {
     uint32_t user_limit;            /* at CPL 3: user DS/ES/SS end below this (0: flat); mmu.c */
     uint32_t pf_retry;              /* a guest #PF's address, to map at the iret back (if valid) */
     bool pf_retry_valid;
+    /* An instruction of guest code at CPL 0 that took #AC (EFLAGS.AC set, an
+     * unaligned access) runs again with AC clear and a single step of the
+     * monitor's own; the guest's TF as it was (signals.c). */
+    bool ac_step;
+    bool ac_step_tf;
     bool user_unlimited;            /* a user access passed the limit: flat until a CR3 write */
     enum isolation isolation;
     struct aspace *as;              /* the stub user code of this CR3 last ran in; NULL after a CR3 write */
@@ -126,6 +138,15 @@ extern struct vcpu the_vcpu;
  * (fault_eip, fault_esp, fault_regs) and the exception is delivered through
  * the guest IDT. Does not return: unwinds to the current monitor entry. */
 _Noreturn void vcpu_raise(struct vcpu *v, unsigned vector, int error);
+
+/* Raise trap-class exception (vector) after the instruction just emulated:
+ * the guest state stays as the instruction left it, EIP at the next one
+ * (SDM vol. 3, 6.5). Does not return. */
+_Noreturn void vcpu_raise_trap(struct vcpu *v, unsigned vector);
+
+/* The single-step trap after an instruction that began with TF set: DR6.BS
+ * set, then #DB as a trap (SDM vol. 3, 17.3.1.4). Does not return. */
+_Noreturn void vcpu_single_step(struct vcpu *v);
 
 /* Deliver the exception vcpu_raise recorded, from the top of a monitor entry
  * (after the longjmp), escalating to #DF or a triple fault as the CPU does. */

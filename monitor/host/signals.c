@@ -6,6 +6,7 @@
  * base before any C runs.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "monitor/cpu/cpu_model.h"
 #include "monitor/cpu/emulate.h"
 #include "monitor/cpu/insert.h"
+#include "monitor/cpu/memop.h"
 #include "monitor/cpu/runtime.h"
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
@@ -52,6 +54,10 @@
 #define PF_ERR_FETCH 0x10
 
 extern void r3_signal_entry(int, siginfo_t *, void *);
+
+/* r3_signal_entry (runtime.S, UC_EFLAGS) reads the frame's EFLAGS here. */
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs) + REG_EFL * sizeof(greg_t) == 40 + 8 * 17,
+               "UC_EFLAGS in monitor/cpu/runtime.S");
 
 static _Noreturn void internal_error(struct vcpu *v, int sig, const ucontext_t *uc, const siginfo_t *si)
 {
@@ -139,26 +145,98 @@ static void host_took_sysenter(struct vcpu *v)
 /* What the signal being handled turned out to be, for --stats. */
 static enum stat_signal signal_kind;
 
-/* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1). */
+/* A #DB the host reported in guest code (SIGTRAP, vector 1). A single step
+ * (TF; the host's si_code TRAP_TRACE) into the runtime code a site calls
+ * emulates the site as one instruction; one that lands inside a site goes
+ * on to the site's end; any other is the guest's own, with DR6.BS. icebp
+ * (INT1) is #DB without it (SDM vol. 3, 17.3.1.4; 17.2.3). No guest TF
+ * reaches runtime or monitor code beyond the first instruction of a stub. */
+static void debug_trap(struct vcpu *v, const struct host_fault *f)
+{
+    unsigned entry;
+    bool inside;
+
+    if (f->code != TRAP_TRACE)
+        vcpu_raise_trap(v, VEC_DB);
+    if (v->sh->eip >= R3_RUNTIME_BASE) {
+        if (emulate_stepped_site(v, true))
+            return;
+    } else if (emulate_site_entry_at(v, v->sh->eip, &entry, &inside) && inside) {
+        return;                 /* the CPU goes on through the site, TF still set */
+    }
+    vcpu_single_step(v);
+}
+
+/* #AC is for CPL 3 only (SDM vol. 3, 6.15, "Interrupt 17"), but guest
+ * kernel code runs at the host's CPL 3: an unaligned access there with the
+ * guest's EFLAGS.AC set (a process's AC, which the kernel keeps until its
+ * entry code clears it) faults where the CPU would not. It runs again with
+ * AC clear and TF set, and the trap after it puts both back (ac_step_end). */
+static void alignment_check(struct vcpu *v)
+{
+    if (v->cpl == 3)
+        vcpu_raise(v, VEC_AC, 0);
+    v->ac_step = true;
+    v->ac_step_tf = v->sh->eflags & FL_TF;
+    v->sh->eflags = (v->sh->eflags & ~FL_AC) | FL_TF;
+}
+
+/* The first event after alignment_check: AC and the guest's TF back as they
+ * were. Returns true when the event is only the monitor's own single step,
+ * after an instruction that did not begin with the guest's TF set. */
+static bool ac_step_end(struct vcpu *v, const struct host_fault *f)
+{
+    bool own = f->sig == SIGTRAP && f->trapno == TRAP_DB && f->code == TRAP_TRACE;
+    v->ac_step = false;
+    v->sh->eflags = (v->sh->eflags & ~FL_TF) | FL_AC | (v->ac_step_tf ? FL_TF : 0);
+    if (!own || v->ac_step_tf)
+        return false;
+    /* The instruction was a site's call: the site is one instruction. */
+    if (v->sh->eip >= R3_RUNTIME_BASE)
+        emulate_stepped_site(v, false);
+    return true;
+}
+
+/* After an instruction emulated here that began with TF set (tf): the
+ * single-step trap that follows it on the CPU. */
+static void step_after(struct vcpu *v, bool tf)
+{
+    if (tf)
+        vcpu_single_step(v);
+}
+
+/* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1).
+ * An instruction emulated in its place is followed by the single-step trap
+ * when TF was set as it began. */
 static void guest_fault(struct vcpu *v, const struct host_fault *f)
 {
     int sig = f->sig;
     unsigned trapno = f->trapno, err = f->err;
+    bool tf = v->sh->eflags & FL_TF;
     if (host_sysenter_returned(v, f)) {
         signal_kind = STAT_SYSCALL;
         host_took_sysenter(v);
+        step_after(v, tf);
         return;
     }
     if (sig == SIGILL || (sig == SIGSEGV && trapno == TRAP_GP)) {
         signal_kind = STAT_INSERT;
-        if (insert_emulate(v, sig == SIGILL))
+        if (insert_emulate(v, sig == SIGILL)) {
+            step_after(v, tf);
             return;
+        }
     }
     switch (sig) {
     case SIGSEGV:
     case SIGBUS:
         if (trapno == TRAP_PF) {
             uint32_t addr = (uint32_t)f->addr;
+            /* ring3's runtime area, which a stub does not map: the rewritten
+             * cli run at CPL 3 is a cli there as well (decode_io_instruction). */
+            if (addr >= R3_RUNTIME_BASE && v->cpl == 3 && decode_io_instruction(v)) {
+                step_after(v, tf);
+                return;
+            }
             enum mmu_access a = err & PF_ERR_FETCH ? MMU_FETCH : err & PF_ERR_WRITE ? MMU_WRITE : MMU_READ;
             signal_kind = v->cpl == 3 ? STAT_FILL_USER : STAT_FILL_KERNEL;
             if (f->addr < (1ull << 32) && mmu_fill(v, addr, a))
@@ -169,17 +247,23 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
             v->pf_retry_valid = true;
             vcpu_raise(v, VEC_PF, mmu_fault_error(v, addr, a, false));
         }
-        if (trapno == TRAP_AC)
-            vcpu_raise(v, VEC_AC, 0);
+        if (trapno == TRAP_AC) {
+            alignment_check(v);
+            return;
+        }
         /* An I/O instruction or cpuid (with CPUID faulting) first: emulated,
          * they need no retry, which would drop every supervisor mapping. */
         signal_kind = STAT_GP;
-        if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v))
+        if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v)) {
+            step_after(v, tf);
             return;
+        }
         signal_kind = STAT_LIMIT_RETRY;
         if ((trapno == TRAP_GP || trapno == TRAP_SS) && err == 0 && mmu_user_unlimit(v))
             return;             /* past the user segment limit: retry as paging alone says */
         signal_kind = STAT_GP;
+        if (trapno == TRAP_GP && err == 0 && v->cpl == 3 && v->isolation == ISOLATION_NONE)
+            memop_runtime_access(v);    /* raises the guest's #PF where ring3's runtime is */
         vcpu_raise(v, VEC_GP, trapno == TRAP_GP ? (int)(err & 0xFFFF) : 0);
     case SIGILL: {
         signal_kind = STAT_ILLEGAL;
@@ -189,6 +273,7 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
         mmu_read(v, v->sh->eip, insn, 2, false);
         if (insn[0] == 0x0F && insn[1] == 0x34) {
             emulate_entry(v, R3_E_SYSENTER, 0, 0);
+            step_after(v, tf);
             return;
         }
         vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
@@ -206,11 +291,12 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
         v->fault_eip = v->sh->eip - 2;
         mmu_read(v, v->sh->eip - 2, insn, 2, false);
         if (insn[0] == 0xCD) {
-            vcpu_soft_int(v, insn[1]);
+            vcpu_soft_int(v, insn[1]);      /* clears TF: no step follows (SDM vol. 3, 17.3.1.4) */
             return;
         }
         if (insn[0] == 0x0F && insn[1] == 0x34) {
             emulate_entry(v, R3_E_SYSENTER, 0, 0);
+            step_after(v, tf);
             return;
         }
         vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
@@ -222,7 +308,8 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
             vcpu_soft_int(v, trapno);
             return;
         }
-        vcpu_raise(v, VEC_DB, NO_ERROR_CODE);
+        debug_trap(v, f);
+        return;
     default:
         break;
     }
@@ -266,6 +353,8 @@ static void guest_event(struct vcpu *v, const struct host_fault *f)
          * only when the guest next reads it. */
         if (v->cpl == 3)
             events_input(v);
+    } else if (v->ac_step && ac_step_end(v, f)) {
+        /* the access that took #AC at CPL 0 is done */
     } else if (f->sig == SIGKILL || f->rip >= (1ull << 32) || f->cs != HOST_CS32) {
         /* A stub's guest code got into 64-bit mode (a far jump to the host's
          * selector 0x33), where the guest's GDT has no such code segment, so
@@ -291,6 +380,10 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
      * below the runtime area, where no monitor code is. */
     bool in_guest = (cs == HOST_CS32 && !runtime_in_stubs(rip)) ||
                     (cs == HOST_CS64 && rip < R3_RUNTIME_BASE && v->cpl == 3);
+    /* A single step in the runtime's 32-bit stubs: guest code called a site
+     * with TF set (debug_trap); the stub has not run an instruction yet. */
+    if (sig == SIGTRAP && cs == HOST_CS32 && runtime_in_stubs(rip))
+        in_guest = true;
 
     if (sig == SIGTERM || sig == SIGHUP || sig == SIGINT || sig == SIGQUIT) {
         /* Asked to stop from outside: leave the terminal as it was found. */
@@ -338,6 +431,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
 
     struct host_fault f = {
         .sig = sig,
+        .code = si->si_code,
         .cs = cs,
         .trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO],
         .err = (unsigned)uc->uc_mcontext.gregs[REG_ERR],

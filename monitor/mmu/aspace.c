@@ -293,6 +293,7 @@ static void handle_event(struct vcpu *v, const struct stub_event *ev)
     }
     struct host_fault f = {
         .sig = ev->kind == STUB_EV_SIGNAL ? ev->sig : SIGKILL,
+        .code = ev->kind == STUB_EV_SIGNAL ? ev->si_code : 0,
         .cs = (uint16_t)ev->r.sel[SREG_CS],
         .trapno = (unsigned)ev->trapno,
         .err = (unsigned)ev->err,

@@ -15,6 +15,7 @@
 /* A host signal in guest code, as the host reported it. */
 struct host_fault {
     int sig;
+    int code;                   /* si_code: for SIGTRAP, TRAP_TRACE is a single step */
     uint16_t cs;                /* the host code selector it came from (0x23: compatibility mode) */
     unsigned trapno, err;
     uint64_t addr, rip;
