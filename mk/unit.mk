@@ -1,5 +1,6 @@
 # Unit tests of the device models: build/tests/unit/test_<device>, each linked against the
-# devices (hw/, virtio/), the disk images (block/) and the PC that wires them (machine/) only.
+# devices (hw/, virtio/), the disk images (block/) and the PC that wires them (machine/) only;
+# and of a few monitor modules that stand alone (UNIT_EXTRA_<test>).
 # The hw objects come from the build/obj/%.c.o rule in mk/monitor.mk (same CFLAGS as build/bin/ring3).
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -8,7 +9,11 @@ HW_OBJS   := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard hw/*.c virtio/*.c block
 
 $(B)/tests/unit/%: tests/unit/%.c $(HW_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(HW_OBJS)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(HW_OBJS) $(UNIT_EXTRA_$*)
+
+# A unit test of a monitor module links that module too.
+UNIT_EXTRA_test_host_probe := $(B)/obj/monitor/host/host_probe.c.o
+$(B)/tests/unit/test_host_probe: $(UNIT_EXTRA_test_host_probe)
 
 .PHONY: unit
 unit: $(UNIT_BINS)

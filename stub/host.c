@@ -49,6 +49,7 @@ struct stub {
     int pidfd, sock, listener;          /* sock: until READY */
     struct stub_ctl *ctl;
     uint64_t map_site;                  /* from READY, before any guest code ran */
+    uint64_t vdso;                      /* likewise: the stub's vDSO base */
     uint64_t preempt_ns;
     bool ready, dead;
     uint32_t nmap, nunmap, ntls;
@@ -212,6 +213,7 @@ static bool wait_ready(struct stub *s)
     if (s->ctl->kind != STUB_EV_READY || site < STUB_TEXT_ADDR || site >= STUB_TEXT_END)
         goto fail;
     s->map_site = site;
+    s->vdso = s->ctl->vdso;
     s->ready = true;
     return true;
 fail:;
@@ -302,6 +304,8 @@ void stub_destroy(struct stub *s)
 
 int stub_pid(const struct stub *s) { return s->pid; }
 uint64_t stub_map_site(const struct stub *s) { return s->map_site; }
+
+uint64_t stub_vdso(const struct stub *s) { return s->vdso; }
 
 /* ---- queued changes ---- */
 

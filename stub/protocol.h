@@ -110,6 +110,9 @@ struct stub_ctl {
     struct stub_range unmap[STUB_MAX_RANGES];
     struct stub_tls tls[3];
     uint32_t spin;              /* pause loops the stub spins for STUB_RUN before it sleeps (set by the monitor) */
+    uint32_t pad;
+    uint64_t vdso;              /* STUB_EV_READY: the stub's vDSO base (AT_SYSINFO_EHDR), where the host
+                                 * kernel's landing pad for a compat-mode sysenter lies (Intel) */
 };
 
 _Static_assert(sizeof(struct stub_ctl) <= STUB_FPU_OFF, "the control fields fit below the XSAVE image");

@@ -400,6 +400,8 @@ struct k_sigaction { uint64_t handler, flags, restorer, mask; };
 #define SA_ONSTACK 0x08000000
 #define SA_RESTORER 0x04000000
 #define AT_MINSIGSTKSZ 51
+#define AT_SYSINFO_EHDR 33
+#define ARCH_SET_CPUID 0x1012
 #define SIGKILL 9
 
 static int send_fd(int sock, int fd)
@@ -426,9 +428,12 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
     while (*p)
         p++;
     uint64_t minsig = 2048;
-    for (p++; p[0]; p += 2)
+    for (p++; p[0]; p += 2) {
         if (p[0] == AT_MINSIGSTKSZ && p[1] > minsig)
             minsig = p[1];
+        if (p[0] == AT_SYSINFO_EHDR)
+            ctl->vdso = p[1];
+    }
     uint64_t alt = 4 * minsig > 0x10000 ? 4 * minsig : 0x10000;
     alt = (alt + 0xFFF) & ~0xFFFull;
     if (sys6(__NR_mmap, ALTSTACK_ADDR, alt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
@@ -465,6 +470,10 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
     uint32_t a = 0xD, b, c = 0, d;
     __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
     ctl->fpu_size = b < STUB_FPU_MAX ? b : STUB_FPU_MAX;
+    /* CPUID faulting where the host has it (arch_prctl ARCH_SET_CPUID): a guest process's
+     * cpuid raises #GP and gets the guest kernel's filtered view, as in-process. Where the
+     * host has none, the call fails and cpuid shows the host's. */
+    sys3(__NR_arch_prctl, ARCH_SET_CPUID, 0, 0);
 
     struct sock_filter prog[FILTER_MAX];
     struct sock_fprog fprog = { (unsigned short)build_filter(prog), prog };

@@ -35,8 +35,11 @@
                         B(15) | B(17) | B(18) | B(21) | B(24))
 /* Leaf 7 EBX: hidden are SMEP, INVPCID, SMAP and the Intel PT, RDT and SGX bits. */
 #define LEAF7_EBX_HIDE (B(2) | B(7) | B(10) | B(12) | B(15) | B(20) | B(25))
-/* Leaf 7 ECX: hidden are UMIP, PKU and OSPKE. */
-#define LEAF7_ECX_HIDE (B(2) | B(3) | B(4))
+/* Leaf 7 ECX: hidden are UMIP, PKU, OSPKE and RDPID. RDPID reads IA32_TSC_AUX
+ * unprivileged, and guest code runs it natively: it would return the host's
+ * value (the host CPU's number), not the guest's. Without it Linux's vDSO
+ * reads its CPU number with lsl, which ring3-as rewrites. */
+#define LEAF7_ECX_HIDE (B(2) | B(3) | B(4) | B(22))
 
 /* CPUID faulting (arch_prctl ARCH_SET_CPUID; Intel CPUs have it, this
  * kernel's AMD support needs Zen 4's CpuidUserDis): when on, a guest

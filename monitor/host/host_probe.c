@@ -29,7 +29,8 @@
 
 #include "host_probe.h"
 
-#include "monitor/cpu/vcpu.h"
+#define HOST_CS32 0x23          /* the host's compatibility-mode user code segment */
+#define EFAULT_RET ((uint32_t)-14)
 
 #ifndef SYS_USER_DISPATCH
 #define SYS_USER_DISPATCH 2     /* si_code of a Syscall User Dispatch SIGSYS */
@@ -129,4 +130,18 @@ uint64_t host_probe_sysenter(void)
     if (r.sig == SIGSYS && r.code == SYS_USER_DISPATCH && r.rip - r.code_page >= PROBE_PAGE)
         return r.rip;
     return 0;
+}
+
+uint64_t host_probe_pad_for(uint64_t pad, uint64_t vdso)
+{
+    return pad ? vdso + (pad - getauxval(AT_SYSINFO_EHDR)) : 0;
+}
+
+bool host_probe_sysenter_returned(uint64_t pad, int sig, uint64_t rip, uint64_t addr, uint32_t eax)
+{
+    if (!pad)
+        return false;
+    if (sig == SIGSYS)
+        return rip == pad;
+    return sig == SIGSEGV && eax == EFAULT_RET && (rip == pad || (rip == (uint32_t)pad && addr == rip));
 }

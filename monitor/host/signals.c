@@ -37,6 +37,7 @@
 
 #include "console.h"
 #include "events.h"
+#include "host_probe.h"
 #include "run.h"
 #include "stats.h"
 
@@ -107,23 +108,6 @@ static void sync_user_segments(struct vcpu *v, uint64_t fsbase)
     __asm__ volatile("mov %%gs, %0" : "=r"(real[SREG_GS]));
     __asm__ volatile("rdgsbase %0" : "=r"(gsbase));
     seg_sync_user(v, real, fsbase, gsbase);
-}
-
-/* Whether the host kernel took a guest sysenter and sent it back to its
- * landing pad (Intel; monitor/host/host_probe.c): a SIGSYS there; or, when the
- * host could not read [%ebp], -EFAULT in %eax and a fault on arriving there,
- * at the pad or, should the return to compatibility mode keep only the low
- * 32 bits of RIP, a fetch fault at that address. */
-static bool host_sysenter_returned(struct vcpu *v, const struct host_fault *f)
-{
-    uint64_t rip = f->rip, pad = v->host_sysenter_pad;
-
-    if (!pad)
-        return false;
-    if (f->sig == SIGSYS)
-        return rip == pad;
-    return f->sig == SIGSEGV && v->sh->regs[REG_EAX] == (uint32_t)-EFAULT &&
-           (rip == pad || (rip == (uint32_t)pad && f->addr == rip));
 }
 
 /* The guest's sysenter, as the host left it: the stack pointer is the
@@ -213,12 +197,6 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
     int sig = f->sig;
     unsigned trapno = f->trapno, err = f->err;
     bool tf = v->sh->eflags & FL_TF;
-    if (host_sysenter_returned(v, f)) {
-        signal_kind = STAT_SYSCALL;
-        host_took_sysenter(v);
-        step_after(v, tf);
-        return;
-    }
     if (sig == SIGILL || (sig == SIGSEGV && trapno == TRAP_GP)) {
         signal_kind = STAT_INSERT;
         if (insert_emulate(v, sig == SIGILL)) {
@@ -355,6 +333,14 @@ static void guest_event(struct vcpu *v, const struct host_fault *f)
             events_input(v);
     } else if (v->ac_step && ac_step_end(v, f)) {
         /* the access that took #AC at CPL 0 is done */
+    } else if (host_probe_sysenter_returned(f->sysenter_pad, f->sig, f->rip, f->addr,
+                                            v->sh->regs[REG_EAX])) {
+        /* Intel: the host took a guest sysenter (host_probe.c); its pad may lie above 4 GiB */
+        signal_kind = STAT_SYSCALL;
+        bool tf = v->sh->eflags & FL_TF;
+        host_took_sysenter(v);
+        if (tf)
+            vcpu_single_step(v);
     } else if (f->sig == SIGKILL || f->rip >= (1ull << 32) || f->cs != HOST_CS32) {
         /* A stub's guest code got into 64-bit mode (a far jump to the host's
          * selector 0x33), where the guest's GDT has no such code segment, so
@@ -432,6 +418,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     struct host_fault f = {
         .sig = sig,
         .code = si->si_code,
+        .sysenter_pad = v->host_sysenter_pad,
         .cs = cs,
         .trapno = (unsigned)uc->uc_mcontext.gregs[REG_TRAPNO],
         .err = (unsigned)uc->uc_mcontext.gregs[REG_ERR],

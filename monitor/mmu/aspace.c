@@ -33,6 +33,7 @@
 #include "monitor/cpu/vcpu.h"
 #include "monitor/host/console.h"
 #include "monitor/host/events.h"
+#include "monitor/host/host_probe.h"
 #include "monitor/host/run.h"
 #include "monitor/host/signals.h"
 
@@ -275,7 +276,7 @@ static void stub_lost(struct vcpu *v, struct aspace *as)
     signals_stub_event(v, &f, &r, v->sh->fsbase, v->sh->gsbase);
 }
 
-static void handle_event(struct vcpu *v, const struct stub_event *ev)
+static void handle_event(struct vcpu *v, struct aspace *as, const struct stub_event *ev)
 {
     struct r3_shared *sh = v->sh;
     if (ev->kind == STUB_EV_GATE && ev->r.sel[SREG_CS] == HOST_CS32) {
@@ -294,6 +295,7 @@ static void handle_event(struct vcpu *v, const struct stub_event *ev)
     struct host_fault f = {
         .sig = ev->kind == STUB_EV_SIGNAL ? ev->sig : SIGKILL,
         .code = ev->kind == STUB_EV_SIGNAL ? ev->si_code : 0,
+        .sysenter_pad = host_probe_pad_for(v->host_sysenter_pad, stub_vdso(as->stub)),
         .cs = (uint16_t)ev->r.sel[SREG_CS],
         .trapno = (unsigned)ev->trapno,
         .err = (unsigned)ev->err,
@@ -317,7 +319,7 @@ void aspace_run_user(struct vcpu *v, void *xsave)
         if (stub_resume(as->stub, &r, xsave) < 0 || !wait_event(v, as, &ev, xsave))
             stub_lost(v, as);
         else
-            handle_event(v, &ev);
+            handle_event(v, as, &ev);
     }
     running_user = false;
 }

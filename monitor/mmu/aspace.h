@@ -16,6 +16,7 @@
 struct host_fault {
     int sig;
     int code;                   /* si_code: for SIGTRAP, TRAP_TRACE is a single step */
+    uint64_t sysenter_pad;      /* where the host returns a compat-mode sysenter here (Intel), or 0 */
     uint16_t cs;                /* the host code selector it came from (0x23: compatibility mode) */
     unsigned trapno, err;
     uint64_t addr, rip;
