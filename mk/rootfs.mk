@@ -1,7 +1,7 @@
 # The guest's Debian 12 (bookworm) i386 root filesystem, for its virtio disk (make run ROOT=debian).
 #
 #   make rootfs   build/rootfs.img: ext4, 2 GiB sparse, label ring3-root; minbase with gcc,
-#                 make and sysvinit as init, GNU patch 2.7.6's source in /usr/src
+#                 make, gdb, strace and sysvinit as init, GNU patch 2.7.6's source in /usr/src
 #                 (rootfs/build.sh: mmdebstrap from the mirror the system's apt names; root,
 #                 through sudo when not root). Beside it in build/rootfs/: tree (the same root
 #                 unpacked, for the native benchmark's chroot) and patch-2.7.6.tar.xz.

@@ -2,7 +2,7 @@
 # Builds ring3's Debian 12 (bookworm) i386 root filesystem: an ext4 image for the guest's
 # virtio disk, and the unpacked tree beside it (the native benchmark chroots into it).
 # Usage: rootfs/build.sh DIR IMAGE   (mk/rootfs.mk: build/rootfs build/rootfs.img)
-#   DIR/tree                the root (mmdebstrap, minbase + gcc, make, sysvinit)
+#   DIR/tree                the root (mmdebstrap, minbase + gcc, make, sysvinit, gdb, strace)
 #   DIR/patch-2.7.6.tar.xz  GNU patch's upstream source, also in the root's /usr/src
 #   IMAGE                   ext4 of DIR/tree, 2 GiB sparse, label ring3-root
 # Packages come from the mirror that the system's apt sources name. Needs root (mmdebstrap's
@@ -26,8 +26,9 @@ SUITES="bookworm bookworm-updates bookworm-security"
 PATCH_VERSION=2.7.6
 IMAGE_SIZE=2G
 # minbase (Essential, Priority: required, apt) plus these, without recommends.
-# xz-utils: tar needs xz for the .tar.xz; e2fsprogs: fsck.ext4 for checkroot.sh.
-PACKAGES=gcc,make,patch,libc6-dev,sysvinit-core,e2fsprogs,procps,xz-utils
+# xz-utils: tar needs xz for the .tar.xz; e2fsprogs: fsck.ext4 for checkroot.sh; gdb and
+# strace: debuggers inside the guest (tests/test_debian.py).
+PACKAGES=gcc,make,patch,libc6-dev,sysvinit-core,e2fsprogs,procps,xz-utils,gdb,strace
 # Boot scripts that have nothing to do in ring3's guest: no RTC device (hwclock.sh), no
 # configfs (mount-configfs), no backlight (brightness). There is no udev, kmod or networking
 # script to remove: minbase has none of them.

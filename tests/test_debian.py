@@ -156,3 +156,53 @@ def test_snapshot_boot_leaves_the_image_byte_identical(image):
     assert file_sha256(image) == before
     assert ok("test -e /root/scratch || echo gone; test -d /usr/share/doc && echo doc",
               f"{image},snapshot=on") == "gone\ndoc\n"
+
+
+DEBUGGEE = r"""
+#include <stdio.h>
+int total;
+static int square(int x)
+{
+    int y = x * x;
+    return y;
+}
+int main(void)
+{
+    for (int i = 1; i <= 4; i++)
+        total += square(i);
+    printf("total %d\n", total);
+    return 0;
+}
+"""
+
+# gdb's own commands: a breakpoint, a step into the function, a local, a watchpoint on a
+# global (software: set can-use-hw-watchpoints 0), and the run to the end. ring3 emulates no
+# hardware breakpoint; a hardware watchpoint would never fire.
+GDB = ["set can-use-hw-watchpoints 0", "break square", "run", "next", "print y", "finish",
+       "watch total", "continue", "continue", "delete", "continue"]
+
+
+def test_gdb_in_the_guest():
+    """gdb inside the Debian root on a program gcc -g built there: it stops at a breakpoint
+    (int3), steps a line (single steps, TF), prints a local, stops where a watched global
+    changes, and runs the program to its end."""
+    script = " ".join(f"-ex '{c}'" for c in GDB)
+    out = ok(f"cd /tmp && cat > t.c <<'EOF'\n{DEBUGGEE}\nEOF\n"
+             f"gcc -g -O0 -o t t.c && gdb -batch -nx {script} ./t 2>&1",
+             f"{IMAGE},snapshot=on")
+    assert "Breakpoint 1, square (x=1) at t.c:" in out, out
+    assert "$1 = 1" in out, out
+    assert "Hardware watchpoint" not in out and "Watchpoint 2: total" in out, out
+    assert "Old value = 0" in out and "New value = 1" in out, out
+    assert "Old value = 1" in out and "New value = 5" in out, out
+    assert "total 30" in out and "exited normally" in out, out
+
+
+def test_strace_of_a_pipeline():
+    """strace -f follows both sides of a shell pipeline and shows their system calls."""
+    out = ok("strace -f -e trace=execve,write,pipe,pipe2,wait4 sh -c 'echo ring3 | tr r R' 2>&1",
+             f"{IMAGE},snapshot=on")
+    assert 'execve("/usr/bin/sh"' in out or 'execve("/bin/sh"' in out, out
+    assert 'execve("/usr/bin/tr"' in out, out
+    assert 'write(1, "ring3\\n", 6)' in out and 'write(1, "Ring3\\n", 6)' in out, out
+    assert "Ring3" in out and "exited with 0" in out, out

@@ -59,13 +59,23 @@ mon_xsave:   .quad 0            /* 64-byte aligned XSAVE area for the guest's ve
     .balign 16
 
     .code32
-/* sti: virtual IF := 1; a waiting interrupt needs the monitor. At CPL 3 the
- * gate decides by IOPL (SDM vol. 3, 6.8.1); CPL is read through CS, the one
- * segment whose limit never stops below the shared page. */
+/* Jump to (label) when the published CPL is 1, 2 or 3; 0 and 0xFF (no state
+ * published yet, before the guest enters protected mode) stay. Changes the
+ * arithmetic flags. */
+.macro OUTSIDE_CPL0 label
+    cmpl $0, %cs:SH(SH_CPL)
+    je 0f
+    cmpl $3, %cs:SH(SH_CPL)
+    jbe \label
+0:
+.endm
+
+/* sti: virtual IF := 1; a waiting interrupt needs the monitor. Outside CPL 0
+ * the gate decides by IOPL (SDM vol. 3, 6.8.1); CPL is read through CS, the
+ * one segment whose limit never stops below the shared page. */
 stub_sti:
     pushfl
-    cmpl $0, %cs:SH(SH_CPL)
-    jne 1f
+    OUTSIDE_CPL0 1f
     movb $1, %ss:SH(SH_VIF)
     cmpb $0, %ss:SH(SH_PENDING)
     jne 1f
@@ -78,8 +88,7 @@ stub_sti:
  * outside CPL 0 the gate does. */
 stub_pushf:
     pushfl
-    cmpl $0, %cs:SH(SH_CPL)
-    jne 2f
+    OUTSIDE_CPL0 2f
     andl $~(EFLAGS_IF | EFLAGS_IOPL), 8(%esp)
     testb $1, %ss:SH(SH_VIF)
     jz 1f
@@ -95,8 +104,7 @@ stub_pushf:
  * way back sets TF with the iretq that also ends the instruction, so that
  * the single-step trap comes after the next one, not after the stub's ret. */
 stub_popf:
-    cmpl $0, %cs:SH(SH_CPL)
-    jne 3f
+    OUTSIDE_CPL0 3f
     testl $EFLAGS_TF, 4(%esp)
     jnz 3f
     testl $EFLAGS_IF, 4(%esp)
