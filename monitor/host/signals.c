@@ -339,13 +339,13 @@ static void guest_event(struct vcpu *v, const struct host_fault *f)
         signal_kind = STAT_SYSCALL;
         bool tf = v->sh->eflags & FL_TF;
         host_took_sysenter(v);
-        if (tf)
-            vcpu_single_step(v);
+        step_after(v, tf);
     } else if (f->sig == SIGKILL || f->rip >= (1ull << 32) || f->cs != HOST_CS32) {
-        /* A stub's guest code got into 64-bit mode (a far jump to the host's
-         * selector 0x33), where the guest's GDT has no such code segment, so
-         * the far transfer would have raised #GP; or it broke its stub
-         * (SIGKILL: aspace.c). Either way the process gets a #GP. */
+        /* Guest code got into 64-bit mode (a far jump to the host's selector
+         * 0x33, which the guest's GDT makes a 32-bit code segment: on the
+         * guest's CPU the code there would run as 32-bit code, which ring3
+         * cannot give it); or it broke its stub (SIGKILL: aspace.c). Either
+         * way the process gets a #GP. */
         vcpu_raise(v, VEC_GP, 0);
     } else {
         guest_fault(v, f);
