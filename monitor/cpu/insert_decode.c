@@ -6,6 +6,7 @@
  */
 #include "ring3/abi.h"
 
+#include "x86/capstone_regs.h"
 #include "x86/sensitive.h"
 
 #include "insert.h"
@@ -30,19 +31,6 @@ static int gpr_number(x86_reg r)
     }
 }
 
-static int sreg_number(x86_reg r)
-{
-    switch (r) {
-    case X86_REG_ES: return SREG_ES;
-    case X86_REG_CS: return SREG_CS;
-    case X86_REG_SS: return SREG_SS;
-    case X86_REG_DS: return SREG_DS;
-    case X86_REG_FS: return SREG_FS;
-    case X86_REG_GS: return SREG_GS;
-    default: return -1;
-    }
-}
-
 /* The number of a control, debug or segment register operand (the DESC REG field), or -1. */
 static int system_reg_number(x86_reg r)
 {
@@ -50,7 +38,7 @@ static int system_reg_number(x86_reg r)
         return (int)(r - X86_REG_CR0);
     if (r >= X86_REG_DR0 && r <= X86_REG_DR15)
         return (int)(r - X86_REG_DR0);
-    return sreg_number(r);
+    return x86_sreg_number(r);
 }
 
 static bool is_system_reg(const cs_x86_op *op)
@@ -94,7 +82,7 @@ static bool rm_operand(const cs_x86_op *op, unsigned reg, unsigned bytes, uint32
     int base = m->base == X86_REG_INVALID ? R3_NOREG : gpr_number(m->base);
     int index = m->index == X86_REG_INVALID ? R3_NOREG : gpr_number(m->index);
     /* SEG is 0 for no override, else 1 + the segment register. */
-    int seg = m->segment == X86_REG_INVALID ? -1 : sreg_number(m->segment);
+    int seg = m->segment == X86_REG_INVALID ? -1 : x86_sreg_number(m->segment);
     unsigned scale = m->scale == 8 ? 3 : m->scale == 4 ? 2 : m->scale == 2 ? 1 : 0;
     if (base < 0 || index < 0 || (m->segment != X86_REG_INVALID && seg < 0))
         return false;
@@ -170,8 +158,8 @@ static bool operands_of(const cs_insn *insn, unsigned entry, uint32_t *desc, uin
          * names 66 f3 6d insd, so the size comes from the prefixes. */
         *desc = desc_make(0, R3_KIND_NONE, x->opcode[0] & 1 ? opsize : 1);
         *desc = with_field(*desc, R3_D_REP_SHIFT, 0x1, x->prefix[0] == X86_PREFIX_REP);
-        if (entry == R3_E_OUTS && x->prefix[1] && mem && sreg_number(mem->mem.segment) >= 0)
-            *desc = with_field(*desc, R3_D_SEG_SHIFT, 0x7, (unsigned)sreg_number(mem->mem.segment) + 1);
+        if (entry == R3_E_OUTS && x->prefix[1] && mem && x86_sreg_number(mem->mem.segment) >= 0)
+            *desc = with_field(*desc, R3_D_SEG_SHIFT, 0x7, (unsigned)x86_sreg_number(mem->mem.segment) + 1);
         return true;
     }
     case R3_E_LGDT: case R3_E_LIDT: case R3_E_SGDT: case R3_E_SIDT:
@@ -195,15 +183,15 @@ static bool operands_of(const cs_insn *insn, unsigned entry, uint32_t *desc, uin
         return sys && other && other->type == X86_OP_REG &&
                rm_operand(other, (unsigned)system_reg_number(sys->reg), 4, desc, aux);
     case R3_E_MOV_TO_SREG:
-        return sys && other && rm_operand(other, (unsigned)sreg_number(sys->reg), 2, desc, aux);
+        return sys && other && rm_operand(other, (unsigned)x86_sreg_number(sys->reg), 2, desc, aux);
     case R3_E_MOV_FROM_SREG:
         return sys && other &&
-               rm_operand(other, (unsigned)sreg_number(sys->reg),
+               rm_operand(other, (unsigned)x86_sreg_number(sys->reg),
                           other->type == X86_OP_REG ? other->size : 2, desc, aux);
     case R3_E_PUSH_SREG: case R3_E_POP_SREG:
         if (!sys)
             return false;
-        *desc = desc_make((unsigned)sreg_number(sys->reg), R3_KIND_NONE, opsize);
+        *desc = desc_make((unsigned)x86_sreg_number(sys->reg), R3_KIND_NONE, opsize);
         return true;
     case R3_E_LDS: case R3_E_LES: case R3_E_LFS: case R3_E_LGS: case R3_E_LSS:
         return op0 && op0->type == X86_OP_REG && gpr_number(op0->reg) >= 0 && mem &&

@@ -4,6 +4,7 @@
 #include "ring3/abi.h"
 
 #include "monitor/mmu/mmu.h"
+#include "x86/capstone_regs.h"
 
 #include "fetch.h"
 #include "operand.h"
@@ -28,17 +29,9 @@ static int gpr(x86_reg r)
  * override, else SS for an ESP or EBP base, else DS (SDM vol. 1, 3.7.4). */
 static int segment_of(const x86_op_mem *m)
 {
-    switch (m->segment) {
-    case X86_REG_ES: return SREG_ES;
-    case X86_REG_CS: return SREG_CS;
-    case X86_REG_SS: return SREG_SS;
-    case X86_REG_DS: return SREG_DS;
-    case X86_REG_FS: return SREG_FS;
-    case X86_REG_GS: return SREG_GS;
-    case X86_REG_INVALID:
+    if (m->segment == X86_REG_INVALID)
         return m->base == X86_REG_ESP || m->base == X86_REG_EBP ? SREG_SS : SREG_DS;
-    default: return -1;
-    }
+    return x86_sreg_number(m->segment);
 }
 
 bool memop_runtime_access(struct vcpu *v)

@@ -189,6 +189,21 @@ static void step_after(struct vcpu *v, bool tf)
         vcpu_single_step(v);
 }
 
+/* A guest process's own sysenter at (eip), which reaches here as #UD (AMD:
+ * refused in compatibility mode) or as a system call the stub's seccomp
+ * filter or the dispatch stopped: the guest's fast system call all the same.
+ * False when the instruction at (eip) is no sysenter. */
+static bool sysenter_at(struct vcpu *v, uint32_t eip, bool tf)
+{
+    uint8_t insn[2];
+    mmu_read(v, eip, insn, 2, false);
+    if (insn[0] != 0x0F || insn[1] != 0x34)
+        return false;
+    emulate_entry(v, R3_E_SYSENTER, 0, 0);
+    step_after(v, tf);
+    return true;
+}
+
 /* The exception a host fault in guest code stands for (SDM vol. 3, 6.3.1).
  * An instruction emulated in its place is followed by the single-step trap
  * when TF was set as it began. */
@@ -243,19 +258,11 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
         if (trapno == TRAP_GP && err == 0 && v->cpl == 3 && v->isolation == ISOLATION_NONE)
             memop_runtime_access(v);    /* raises the guest's #PF where ring3's runtime is */
         vcpu_raise(v, VEC_GP, trapno == TRAP_GP ? (int)(err & 0xFFFF) : 0);
-    case SIGILL: {
+    case SIGILL:
         signal_kind = STAT_ILLEGAL;
-        /* AMD CPUs refuse sysenter in compatibility mode (#UD): a guest
-         * process's sysenter is the guest's fast system call all the same. */
-        uint8_t insn[2];
-        mmu_read(v, v->sh->eip, insn, 2, false);
-        if (insn[0] == 0x0F && insn[1] == 0x34) {
-            emulate_entry(v, R3_E_SYSENTER, 0, 0);
-            step_after(v, tf);
+        if (sysenter_at(v, v->sh->eip, tf))
             return;
-        }
         vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
-    }
     case SIGFPE:
         signal_kind = STAT_MATH;
         vcpu_raise(v, trapno == TRAP_MF ? VEC_MF : trapno == TRAP_XM ? VEC_XM : VEC_DE, NO_ERROR_CODE);
@@ -272,11 +279,8 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
             vcpu_soft_int(v, insn[1]);      /* clears TF: no step follows (SDM vol. 3, 17.3.1.4) */
             return;
         }
-        if (insn[0] == 0x0F && insn[1] == 0x34) {
-            emulate_entry(v, R3_E_SYSENTER, 0, 0);
-            step_after(v, tf);
+        if (sysenter_at(v, v->fault_eip, tf))
             return;
-        }
         vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
     }
     case SIGTRAP:
