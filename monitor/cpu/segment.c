@@ -37,6 +37,10 @@
 
 static unsigned dpl_of(const struct seg *s) { return (s->attr >> 5) & 3; }
 
+/* ring3's own host LDT entry for user DS, ES and SS in its own process (seg_set_user_limit). */
+#define LDT_USER 6
+#define USER_SEL ((LDT_USER << 3) | 4 | 3)
+
 void seg_decode(uint64_t raw, uint16_t selector, struct seg *out)
 {
     uint32_t limit = (uint32_t)(raw & 0xFFFF) | (uint32_t)((raw >> 32) & 0xF0000);
@@ -50,8 +54,17 @@ static uint32_t descriptor_address(struct vcpu *v, uint16_t selector, bool *ok)
 {
     uint32_t index = selector & ~7u;
     uint32_t base, limit;
+    bool guest_ldt = (v->ldtr.sel & ~3u) && index + 7 <= v->ldtr.limit;
+    if ((selector | 3) == USER_SEL && !guest_ldt) {
+        /* In ring3's own process, user DS, ES and SS run on this host LDT
+         * entry (seg_set_user_limit), which the process sees and may hand
+         * back, as a sigreturn frame does: where the guest's own LDT has no
+         * such entry, it stands for the guest's flat user data segment. */
+        selector = HOST_DS;
+        index = selector & ~7u;
+    }
     if (selector & 4) {
-        if ((v->ldtr.sel & ~3u) == 0) {
+        if (!guest_ldt) {
             *ok = false;
             return 0;
         }
@@ -200,8 +213,6 @@ void seg_tls_descriptor(struct vcpu *v, unsigned i, struct user_desc *d)
 }
 
 /* The host LDT entry of user mode's flat data segments, after one per sreg. */
-#define LDT_USER 6
-#define USER_SEL ((LDT_USER << 3) | 4 | 3)
 static uint32_t user_top;           /* what entry LDT_USER now ends below; 0: not set */
 
 bool seg_set_user_limit(struct vcpu *v, uint32_t top)
