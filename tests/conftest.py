@@ -8,6 +8,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 RING3 = BUILD / "bin" / "ring3"
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tools"))     # qemu_guest: a command in the same guest under QEMU
 
 
 def run(cmd, **kw):

@@ -19,8 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RING3 = os.environ.get("RING3_BIN", str(ROOT / "build" / "bin" / "ring3"))
 BOOT_TIMEOUT = 120
 
-sys.path.insert(0, str(ROOT / "tools"))
-import qemu_guest  # noqa: E402  (tools/qemu_guest.py: the same command under QEMU)
+import qemu_guest  # noqa: E402  (tools/qemu_guest.py, on the path by conftest.py)
 
 
 ISOLATION = ["--isolation", "process"]

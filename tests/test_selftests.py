@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import BUILD, RING3
-import qemu_guest
+import qemu_guest  # tools/qemu_guest.py, on the path by conftest.py
 
 SELFTESTS = BUILD / "selftests" / "x86"
 INITRAMFS = BUILD / "guest" / "initramfs-selftests.cpio.gz"
