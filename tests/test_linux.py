@@ -9,7 +9,6 @@ in the monitor's own process (--isolation=none).
 import contextlib
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
