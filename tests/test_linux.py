@@ -213,6 +213,20 @@ def test_interactive_shell_ctrl_c_and_quit():
         assert termios.tcgetattr(slave) == before
 
 
+def test_console_loses_nothing_when_the_terminal_reads_slowly():
+    """The guest prints faster than the terminal reads: ring3 waits for the terminal, and
+    every line arrives (stdin and stdout are one open file description on a terminal, so
+    stdin is never made non-blocking)."""
+    with interactive() as (p, master, _, _):
+        os.write(master, b"seq 1 30000; echo printed-$((6*7))\r")
+        time.sleep(3)               # the pty fills up while nothing reads it
+        out = read_until(master, b"printed-42", 120).decode(errors="replace")
+        lines = [l for l in out.replace("\r", "").splitlines() if l.isdigit()]
+        assert lines == [str(i) for i in range(1, 30001)], (len(lines), out[-400:])
+        os.write(master, b"\x01x")
+        assert p.wait(timeout=10) == 0
+
+
 def test_ctrl_c_stops_a_computing_loop():
     """A guest process that computes and never reads the terminal is preempted by the
     guest's timer, and Ctrl-C reaches it: the shell's prompt comes back. (Interrupting the

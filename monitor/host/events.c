@@ -6,7 +6,6 @@
  * sleeps in ppoll on stdin with that deadline as the timeout. Nothing spins.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -47,6 +46,10 @@ static void pump_input(struct vcpu *v)
     struct uart *u = v->plat->com1;
     while (uart_rx_room(u)) {
         if (!input_len && !input_eof) {
+            /* Only what is there: stdin stays blocking (see events_init). */
+            struct pollfd ready = {.fd = STDIN_FILENO, .events = POLLIN};
+            if (poll(&ready, 1, 0) != 1)
+                break;
             ssize_t n = read(STDIN_FILENO, input, sizeof input);
             if (n == 0)
                 input_eof = true;
@@ -190,25 +193,16 @@ void events_wait(struct vcpu *v)
     }
 }
 
-static int stdin_flags = -1;
-
-static void restore_stdin_flags(void)
-{
-    if (stdin_flags >= 0)
-        fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
-}
-
 int events_init(struct vcpu *v)
 {
     (void)v;
     struct sigevent sev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM};
     if (timer_create(CLOCK_MONOTONIC, &sev, &host_timer) != 0)
         return -1;
+    /* stdin is not made non-blocking: a terminal's stdin and stdout are
+     * usually one open file description, whose O_NONBLOCK would make the
+     * console's writes fail (EAGAIN) and drop output whenever the terminal
+     * reads slower than the guest prints. pump_input polls instead. */
     input_is_stdin = isatty(STDIN_FILENO);
-    /* Non-blocking reads; the flag is shared with whoever else holds the
-     * terminal, so it is put back on exit. */
-    stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
-    if (stdin_flags >= 0 && fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK) == 0)
-        atexit(restore_stdin_flags);
     return 0;
 }

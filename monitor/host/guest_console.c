@@ -13,14 +13,19 @@
 #include "run.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #define TOKEN_HEX 16
 #define LINE_MAX_KEPT 512
 
-static FILE *out;
+static int out_fd = -1;                    /* where the console goes */
+static bool out_tty;
+static char pending[4096];                 /* console bytes not yet written */
+static size_t pending_len;
 static bool cmd_mode, panicking;
 static enum { CMD_HIDDEN, CMD_SHOWN, CMD_STATUS, CMD_DONE } cmd_state;
 static char begin_marker[TOKEN_HEX + 8], end_marker[TOKEN_HEX + 8];
@@ -82,7 +87,8 @@ int guest_console_init(FILE *o, const char *cmd, uint8_t **archive, size_t *len)
     char token[TOKEN_HEX + 2];
     struct cpio c = {0};
 
-    out = o;
+    out_fd = fileno(o);
+    out_tty = isatty(out_fd);
     if (!cmd)
         return 0;
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
@@ -118,7 +124,7 @@ static void watch_line(void)
     if (panicking && (cmd_mode && cmd_state != CMD_SHOWN))
         fprintf(stderr, "%s\n", line);
     if (panicking && strstr(line, "---[ end Kernel panic")) {
-        fflush(out);
+        guest_console_flush();
         fprintf(stderr, "ring3: the guest kernel panicked (exit status %d)\n", EXIT_GUEST_PANIC);
         monitor_exit(&the_vcpu, EXIT_GUEST_PANIC);
     }
@@ -134,12 +140,43 @@ static void watch(uint8_t byte)
     }
 }
 
-/* ---- the --cmd filter ---- */
+/* ---- the output ---- */
 
+void guest_console_flush(void)
+{
+    size_t done = 0;
+    /* Blocking writes, so that nothing the guest printed is lost while the
+     * terminal reads slower than it prints; a write a host signal cut short
+     * (EINTR), or one a terminal shared with a process that set O_NONBLOCK
+     * turned away (EAGAIN), is tried again. */
+    while (done < pending_len) {
+        ssize_t n = write(out_fd, pending + done, pending_len - done);
+        if (n > 0) {
+            done += (size_t)n;
+        } else if (n < 0 && errno == EAGAIN) {
+            struct pollfd room = {.fd = out_fd, .events = POLLOUT};
+            poll(&room, 1, -1);
+        } else if (!(n < 0 && errno == EINTR)) {
+            break;              /* the terminal or pipe is gone: nothing can take it */
+        }
+    }
+    pending_len = 0;
+}
+
+/* Console bytes to the output: on a terminal each one as the UART sends it,
+ * elsewhere (a pipe, a file) a line at a time. */
 static void show(const char *p, size_t n)
 {
-    fwrite(p, 1, n, out);
+    for (size_t i = 0; i < n; i++) {
+        if (pending_len == sizeof pending)
+            guest_console_flush();
+        pending[pending_len++] = p[i];
+    }
+    if (out_tty || memchr(p, '\n', n))
+        guest_console_flush();
 }
+
+/* ---- the --cmd filter ---- */
 
 /* Shown output: hold back what could be the start of the end marker. */
 static void shown_byte(uint8_t byte)
@@ -189,14 +226,8 @@ void guest_console_putc(uint8_t byte)
     if (cmd_mode)
         cmd_byte(byte);
     else
-        fputc(byte, out);
+        show((const char *)&byte, 1);
     watch(byte);
-}
-
-void guest_console_flush(void)
-{
-    if (out)
-        fflush(out);
 }
 
 bool guest_console_cmd_status(int *status)

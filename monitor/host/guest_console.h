@@ -26,6 +26,8 @@ bool guest_console_cmd_status(int *status);
 /* Whether --cmd mode is on. */
 bool guest_console_cmd_mode(void);
 
+/* Write out what the console holds (on every way out of the run, and at a
+ * panic's end). */
 void guest_console_flush(void);
 
 #endif

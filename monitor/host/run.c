@@ -36,8 +36,6 @@ static void serial_tx(void *opaque, uint8_t byte)
 {
     (void)opaque;
     guest_console_putc(byte);
-    if (byte == '\n' || serial_out != stdout)
-        fflush(serial_out);
 }
 
 static double seconds_since(uint64_t t0)
@@ -143,8 +141,6 @@ int run_main(int argc, char **argv)
     serial_out = stdout;
     if (o.serial == R3_SERIAL_FILE && !(serial_out = fopen(o.serial_path, "w")))
         return bad_input("cannot open serial file '%s': %s", o.serial_path, strerror(errno));
-    if (isatty(fileno(serial_out)))
-        setvbuf(serial_out, NULL, _IONBF, 0);   /* a terminal sees each byte as the UART sends it */
     if (guest_console_init(serial_out, o.cmd, &cmd_archive, &cmd_len)) {
         fprintf(stderr, "ring3: cannot prepare --cmd: %s\n", strerror(errno));
         return EXIT_HOST;
