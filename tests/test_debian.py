@@ -204,5 +204,7 @@ def test_strace_of_a_pipeline():
              "sh -c 'echo ring3 | tr r R >/dev/null' 2>&1", f"{IMAGE},snapshot=on")
     assert 'execve("/usr/bin/sh"' in out or 'execve("/bin/sh"' in out, out
     assert 'execve("/usr/bin/tr"' in out, out
-    assert 'write(1, "ring3\\n", 6)' in out and 'write(1, "Ring3\\n", 6)' in out, out
+    # With -f, strace may split a call that another process interrupts into
+    # `write(1, "ring3\\n", 6 <unfinished ...>` and `<... write resumed>) = 6`.
+    assert 'write(1, "ring3\\n", 6' in out and 'write(1, "Ring3\\n", 6' in out, out
     assert "+++ exited with 0 +++" in out, out

@@ -30,11 +30,13 @@
 /* Leaf 1 ECX: hidden are DTES64, MONITOR, DS-CPL, VMX, SMX, EST, TM2, CNXT-ID,
  * SDBG, xTPR, PDCM, PCID, DCA, x2APIC and TSC-deadline. XSAVE, OSXSAVE and AVX
  * stay as the host has them: guest processes run on the real CPU and see its
- * vector state, so the guest kernel must save all of it (DESIGN.md). */
+ * vector state, so the guest kernel must save all of it (DESIGN.md); leaf 0xD
+ * below says how. */
 #define LEAF1_ECX_HIDE (B(2) | B(3) | B(4) | B(5) | B(6) | B(7) | B(8) | B(10) | B(11) | B(14) | \
                         B(15) | B(17) | B(18) | B(21) | B(24))
-/* Leaf 7 EBX: hidden are SMEP, INVPCID, SMAP and the Intel PT, RDT and SGX bits. */
-#define LEAF7_EBX_HIDE (B(2) | B(7) | B(10) | B(12) | B(15) | B(20) | B(25))
+/* Leaf 7 EBX: hidden are TSC_ADJUST (its MSR is not emulated), SMEP, INVPCID,
+ * SMAP and the Intel PT, RDT and SGX bits. */
+#define LEAF7_EBX_HIDE (B(1) | B(2) | B(7) | B(10) | B(12) | B(15) | B(20) | B(25))
 /* Leaf 7 ECX: hidden are UMIP, PKU, OSPKE and RDPID. RDPID reads IA32_TSC_AUX
  * unprivileged, and guest code runs it natively: it would return the host's
  * value (the host CPU's number), not the guest's. Without it Linux's vDSO
@@ -63,6 +65,84 @@ static void host_cpuid(uint32_t leaf, uint32_t sub, uint32_t out[4])
         syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0);
 }
 
+/* XCR0 (SDM vol. 1, 13.3): x87 (bit 0), SSE (1), AVX (2), and AVX-512's opmask,
+ * ZMM_Hi256 and Hi16_ZMM (5-7). Those are the user states whose CPUID feature
+ * bits the guest sees as the host has them. Not offered: MPX (3-4), PKRU (9,
+ * PKU is hidden) and AMX (17-18, leaf 7 EDX is zero), whatever the host's XCR0
+ * enables: the guest kernel would leave them out of its XSAVE area, and the
+ * area's size must then agree with leaf 0xD, or Linux turns XSAVE off and a
+ * process's AVX registers are lost at every task switch. */
+#define XCR0_X87  B(0)
+#define XCR0_SSE  B(1)
+#define XCR0_AVX  B(2)
+#define XCR0_AVX512 (B(5) | B(6) | B(7))
+#define XCR0_OFFERED (XCR0_X87 | XCR0_SSE | XCR0_AVX | XCR0_AVX512)
+#define XSAVE_LEGACY_AND_HEADER 576u    /* the FXSAVE image, then the 64-byte header */
+
+static uint64_t xcr0_offered(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32 | lo) & XCR0_OFFERED;
+}
+
+/* The size of a standard-format XSAVE area holding the states in (mask): the
+ * end of the last one, each at the offset leaf 0xD sub-leaf i gives (SDM vol.
+ * 1, 13.4.3). */
+static uint32_t xsave_size(uint64_t mask)
+{
+    uint32_t size = XSAVE_LEGACY_AND_HEADER;
+    for (unsigned i = 2; i < 64; i++) {
+        if (!(mask >> i & 1))
+            continue;
+        uint32_t d[4];
+        host_cpuid(0xD, i, d);
+        if (d[1] + d[0] > size)
+            size = d[1] + d[0];
+    }
+    return size;
+}
+
+/* Leaf 0xD, the XSAVE features (SDM vol. 2, CPUID, Table 3-8), as for the
+ * guest's own XCR0. XSAVE and XRSTOR run natively in the guest kernel, on the
+ * host's state; the guest names the states it saves in EDX:EAX. */
+static void xsave_leaf(struct vcpu *v, uint32_t sub, uint32_t out[4])
+{
+    uint64_t offered = xcr0_offered();
+    switch (sub) {
+    case 0:
+        out[0] = (uint32_t)offered;
+        out[3] = (uint32_t)(offered >> 32);
+        out[1] = xsave_size(v->xcr0);       /* for the states XCR0 enables now */
+        out[2] = xsave_size(offered);       /* for every state it could enable */
+        break;
+    case 1:
+        /* XSAVES is a CPL-0 instruction, not emulated, so no supervisor states
+         * (ECX, EDX). XSAVEC goes too: the guest keeps the standard format. */
+        out[0] &= ~(B(1) | B(3));
+        out[1] = xsave_size(v->xcr0);
+        out[2] = out[3] = 0;
+        break;
+    default:
+        if (sub >= 64 || !(offered >> sub & 1))
+            out[0] = out[1] = out[2] = out[3] = 0;
+        break;
+    }
+}
+
+bool cpu_xsetbv(struct vcpu *v, uint32_t index, uint64_t value)
+{
+    /* XSETBV (SDM vol. 2): only XCR0 is writable, x87 state is always on,
+     * AVX needs SSE, AVX-512's three states go together and need AVX, and no
+     * state the CPU (here: leaf 0xD) does not offer. */
+    if (index != 0 || !(value & XCR0_X87) || (value & ~xcr0_offered()) ||
+        ((value & XCR0_AVX) && !(value & XCR0_SSE)) ||
+        ((value & XCR0_AVX512) && ((value & XCR0_AVX512) != XCR0_AVX512 || !(value & XCR0_AVX))))
+        return false;
+    v->xcr0 = value;
+    return true;
+}
+
 void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
     (void)v;
@@ -80,28 +160,20 @@ void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
             out[3] = 0;             /* speculation-control MSRs are not emulated */
         }
         break;
+    case 0x6:
+    case 0xA:
+        /* Power management (EPB, HWP, APERF/MPERF) and Intel's architectural
+         * performance counters: their MSRs are not emulated. */
+        out[0] = out[1] = out[2] = out[3] = 0;
+        break;
     case 0xD:
-        if (sub == 0) {
-            /* The guest's XCR0 is the host's: xsetbv is not the guest's to change, and the
-             * XSAVE its kernel runs natively saves what the host's XCR0 enables. So offer
-             * exactly that mask, and the size of its save area (SDM vol. 1, 13.2). */
-            uint32_t lo, hi;
-            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-            uint64_t xcr0 = lo | (uint64_t)hi << 32;
-            out[0] = (uint32_t)xcr0;
-            out[3] = (uint32_t)(xcr0 >> 32);
-            out[2] = out[1];
-        }
-        if (sub == 1) {
-            /* XSAVES is a CPL-0 instruction, not emulated. XSAVEC goes too: its
-             * compacted size here (EBX) counts the host's IA32_XSS states, which
-             * the guest does not have, so the guest keeps the standard format. */
-            uint32_t std[4];
-            host_cpuid(0xD, 0, std);
-            out[0] &= ~(B(1) | B(3));
-            out[1] = std[1];
-            out[2] = out[3] = 0;
-        }
+        xsave_leaf(v, sub, out);
+        break;
+    case 0x80000008:
+        /* EBX: AMD's speculation-control bits (IBPB, IBRS, STIBP, SSBD and the rest)
+         * promise MSRs that are not emulated (AMD APM vol. 3, E.4.7). CLZERO and
+         * XSAVEERPTR, which need nothing of the monitor, stay. */
+        out[1] &= B(0) | B(2);
         break;
     case 0x80000001:
         out[2] &= B(0) | B(5) | B(8);       /* LAHF, ABM, PREFETCHW */
@@ -147,8 +219,9 @@ bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
     }
 }
 
-void cpu_reset_msrs(struct vcpu *v)
+void cpu_reset(struct vcpu *v)
 {
+    v->xcr0 = XCR0_X87;                         /* XCR0's value at reset (SDM vol. 1, 13.3) */
     v->msr_misc[0] = 0x0007040600070406ull;     /* the PAT's power-up value */
     v->msr_misc[1] = 1;                         /* fast strings enabled */
 }

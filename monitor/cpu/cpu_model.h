@@ -10,7 +10,10 @@
 void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value);
 bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value);
-void cpu_reset_msrs(struct vcpu *v);
+/* XCR0 and the MSRs as at power-up. */
+void cpu_reset(struct vcpu *v);
+/* xsetbv: XCR(index) := value; false if the CPU would raise #GP. */
+bool cpu_xsetbv(struct vcpu *v, uint32_t index, uint64_t value);
 /* Make guest processes' cpuid trap (#GP) where the host allows it; returns whether it does. */
 bool cpu_cpuid_faulting_on(void);
 /* The host's TSC frequency in kHz, measured over 10 ms on the first call. */

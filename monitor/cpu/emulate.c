@@ -269,7 +269,14 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
     case R3_E_SYSENTER: transfer_sysenter(v); break;
     case R3_E_SYSEXIT: transfer_sysexit(v); break;
     case R3_E_LAR: case R3_E_LSL: case R3_E_VERR: case R3_E_VERW: sysreg_selector_query(v, entry, desc, aux); break;
-    case R3_E_XSETBV: need_cpl0(v); break;
+    case R3_E_XSETBV:
+        /* #UD unless CR4.OSXSAVE, then #GP(0) at CPL > 0 or for a value the CPU refuses (SDM vol. 2, XSETBV). */
+        if (!(v->cr4 & CR4_OSXSAVE))
+            vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
+        need_cpl0(v);
+        if (!cpu_xsetbv(v, r[REG_ECX], (uint64_t)r[REG_EDX] << 32 | r[REG_EAX]))
+            vcpu_raise(v, VEC_GP, 0);
+        break;
     case R3_E_STAC: case R3_E_CLAC: need_cpl0(v); break;
     case R3_E_MONITOR: need_cpl0(v); break;
     case R3_E_MWAIT: need_cpl0(v); if (sh->vif) halt(v); break;

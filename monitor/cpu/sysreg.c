@@ -34,7 +34,7 @@ void sysreg_write_cr(struct vcpu *v, unsigned n, uint32_t value)
         /* Only what 2-level paging needs; PAE, VMXE, SMEP and the rest are refused.
          * FSGSBASE is the host's, on whatever the guest says. */
         if (value & ~(CR4_PSE | CR4_PGE | 0x200u /* OSFXSR */ | 0x400u /* OSXMMEXCPT */ |
-                      0x40000u /* OSXSAVE */ | 0x8u /* DE */ | 0x4u /* TSD */ | 0x100u /* PCE */ |
+                      CR4_OSXSAVE | 0x8u /* DE */ | 0x4u /* TSD */ | 0x100u /* PCE */ |
                       0x10000u /* FSGSBASE */))
             vcpu_raise(v, VEC_GP, 0);
         old = v->cr4;

@@ -57,6 +57,7 @@ enum isolation {
 #define CR4_DE  0x00000008u
 #define CR4_PSE 0x00000010u
 #define CR4_PGE 0x00000080u
+#define CR4_OSXSAVE 0x00040000u
 
 /* DR6 (SDM vol. 3, 17.2.3): BS, the single-step condition; the bits that
  * always read as 1; DR7 bit 10 reads as 1 too. */
@@ -108,6 +109,7 @@ struct vcpu {
     uint32_t iopl;                  /* virtual EFLAGS.IOPL bits */
     uint32_t sysenter_cs, sysenter_esp, sysenter_eip;
     uint64_t msr_misc[4];           /* PAT, MISC_ENABLE, APIC_BASE, TSC_AUX */
+    uint64_t xcr0;                  /* as the guest's xsetbv set it; the host's stays (cpu_model.c) */
 
     /* The instruction being emulated: where a fault puts the guest back. */
     uint32_t fault_eip, fault_esp, fault_regs[8];

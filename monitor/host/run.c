@@ -81,7 +81,7 @@ static void start_state(struct vcpu *v, const struct boot_state *bs)
     sh->eflags = 0x202;              /* real IF stays set; the guest's is virtual */
     sh->vif = !!(bs->eflags & FL_IF);
     sh->fsbase = sh->gsbase = 0;
-    cpu_reset_msrs(v);
+    cpu_reset(v);
 }
 
 /* The kernel command line the user's --append becomes (malloc'd; NULL if out
