@@ -20,11 +20,19 @@
 #include <linux/seccomp.h>
 
 #include "host.h"
+#include "x86/xstate.h"
 
 #define POOL_SIZE      2
-#define READY_NS       2000000000ull   /* a stub that is not ready by then is rejected */
-#define MAP_NS         1000000000ull   /* a map hand-off that takes longer kills the stub */
-#define PREEMPT_NS     1000000000ull   /* a preempted stub silent for that long is killed */
+#define READY_NS       30000000000ull  /* a stub that is not ready by then is rejected */
+/* How long a stub may owe the monitor an answer (to a preemption, or its call at the map
+ * site) before it is taken for hostile and killed. Counted in the stub's own CPU time: one
+ * that has run that long without answering ignores the monitor, whereas one that a loaded
+ * host has not scheduled only waits (measured with four busy loops beside two instances on
+ * 2 cores: answers to preemption up to 240 ms late in wall time, and now and then past the
+ * 1 s that used to kill the stub, each after microseconds of its CPU time). In wall time a
+ * much longer backstop, for a stub asleep in a futex call that guest code jumped to. */
+#define SILENT_CPU_NS  200000000ull
+#define SILENT_WALL_NS 10000000000ull
 #define SPIN_NS        30000ull        /* stub_wait spins this long before it sleeps */
 /* Pause loops a stub spins for the monitor's answer before it sleeps: a few
  * microseconds, enough for a system call the guest kernel answers at once.
@@ -50,7 +58,8 @@ struct stub {
     struct stub_ctl *ctl;
     uint64_t map_site;                  /* from READY, before any guest code ran */
     uint64_t vdso;                      /* likewise: the stub's vDSO base */
-    uint64_t preempt_ns;
+    clockid_t cpu_clock;                /* the stub's CPU time */
+    struct since { uint64_t wall, cpu; } preempted;     /* when it was sent a preemption; 0: none owed */
     bool ready, dead;
     uint32_t nmap, nunmap, ntls;
     struct stub_range map[STUB_MAX_RANGES], unmap[STUB_MAX_RANGES];
@@ -72,6 +81,25 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(const struct stub *s)
+{
+    struct timespec ts;
+    if (clock_gettime(s->cpu_clock, &ts) != 0)
+        return UINT64_MAX;              /* reaped: silent for good */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct since since_now(const struct stub *s)
+{
+    return (struct since){ now_ns(), cpu_ns(s) };
+}
+
+/* Whether a stub that has owed an answer since (t) has been silent too long (SILENT_*). */
+static bool silent_too_long(const struct stub *s, struct since t)
+{
+    return cpu_ns(s) - t.cpu > SILENT_CPU_NS || now_ns() - t.wall > SILENT_WALL_NS;
 }
 
 static void kill_stub(struct stub *s)
@@ -150,6 +178,8 @@ static struct stub *start_stub(void)
         goto fail;
     s->pid = pid;
     s->pidfd = pidfd;
+    if (clock_getcpuclockid(pid, &s->cpu_clock) != 0)
+        s->cpu_clock = CLOCK_MONOTONIC;     /* not expected; then wall time counts twice */
     s->sock = sv[0];
     sv[0] = -1;
     close(a.ctl);
@@ -174,7 +204,7 @@ fail:
 /* The READY report: the listener over the socket, then the control area's READY event. */
 static bool wait_ready(struct stub *s)
 {
-    const char *why = "it did not report ready within 2 s";
+    const char *why = "it did not report ready within 30 s";
     /* Counted from now: a stub started long ago and kept in the pool has long been ready. */
     uint64_t deadline = now_ns() + READY_NS;
     for (;;) {
@@ -382,18 +412,16 @@ static void deny_notifications(struct stub *s)
 static int serve_map(struct stub *s)
 {
     struct seccomp_notif *n = notif_buf();
-    uint64_t deadline = now_ns() + MAP_NS;
+    struct since start = since_now(s);
     if (!n)
         return -1;
-    uint64_t spin_until = now_ns() + SPIN_NS;
     for (;;) {
-        uint64_t t = now_ns();
-        if (t >= deadline)
+        if (silent_too_long(s, start))
             return -1;
         /* poll without sleeping first: waking this core from idle costs more than the stub's way
          * to its map site (DESIGN.md, "Isolation") */
         struct pollfd p[2] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 } };
-        int k = poll(p, 2, t < spin_until ? 0 : (int)((deadline - t) / 1000000 + 1));
+        int k = poll(p, 2, now_ns() - start.wall < SPIN_NS ? 0 : (int)(SLICE_NS / 1000000));
         if (k < 0 && errno != EINTR)
             return -1;
         if (k <= 0)
@@ -490,9 +518,11 @@ static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
     ev->gsbase = c->gsbase;
     ev->rip64 = c->rip64;
     memcpy(&ev->r, (const void *)&c->r, sizeof ev->r);
-    if (xsave)
+    if (xsave) {
         memcpy(xsave, STUB_CTL_FPU(c), xsave_size);
-    s->preempt_ns = 0;
+        xstate_forget_pkru(xsave);      /* the stub's PKRU stays there, and is 0 when it resumes */
+    }
+    s->preempted.wall = 0;
 }
 
 enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stub_event *ev, void *xsave)
@@ -540,7 +570,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
             if (p[1].revents & POLLIN)
                 deny_notifications(s);
         }
-        if (s->preempt_ns && now_ns() - s->preempt_ns > PREEMPT_NS) {
+        if (s->preempted.wall && silent_too_long(s, s->preempted)) {
             kill_stub(s);               /* e.g. it blocked its signals with a forged rt_sigreturn frame */
             c->monitor_sleeps = 0;
             return STUB_WAIT_DIED;
@@ -557,6 +587,6 @@ void stub_preempt(struct stub *s)
     if (s->dead)
         return;
     syscall(SYS_pidfd_send_signal, s->pidfd, STUB_PREEMPT_SIG, NULL, 0);
-    if (!s->preempt_ns)
-        s->preempt_ns = now_ns();
+    if (!s->preempted.wall)
+        s->preempted = since_now(s);
 }

@@ -90,6 +90,8 @@ def test_hostile_process_is_contained(tmp_path):
         out = shell.run(f"hostile all {mark} {addr:x}")
         first, pages = stub_code(shell.p.pid)
         out_stub = shell.run(f"hostile stub {first:x} {pages}", timeout=60 + 6 * pages)
+        # Not in --isolation=none, where the process's PKRU is the monitor's own.
+        out_pkru = shell.run("hostile pkru")
         after = shell.run("echo alive-$((6*7)); cat /proc/version")
         assert shell.p.poll() is None, "the monitor died"
     finally:
@@ -105,6 +107,9 @@ def test_hostile_process_is_contained(tmp_path):
                  "write ffff1000", "read64 monitor", "syscall64 creat", "syscall32 creat"]:
         assert got[name].startswith("signal"), f"{name}: {got[name]}\n{out}"
     assert not re.search(r"^read [0-9a-f]{16}$", out, re.M), "64-bit code read the monitor"
+    # The host's CR4.PKE lets wrpkru run at CPL 3 (hardware without it: SIGILL); the value
+    # stays in the process's stub and is gone at its next event (x86/xstate.h).
+    assert set(results(out_pkru)) == {"wrpkru 3", "wrpkru fffffffc"}, out_pkru
     jumps = results(out_stub)
     assert len(jumps) == pages, out_stub
     assert "alive-42" in after and "Linux version 6.12" in after, after

@@ -2,6 +2,8 @@
  *
  *   hostile all MARK [ADDR]    every attempt below, each in a child of its own
  *   hostile stub FIRST PAGES   in 64-bit mode, jump to each of PAGES pages from hex FIRST
+ *   hostile pkru               wrpkru denying key 0 (or, with DENY, every key), then
+ *                              int $0x80 and a write to memory
  *
  * MARK is a file name that attempts to create through host system-call
  * numbers; ADDR (hex) an address of the monitor to read in 64-bit mode.
@@ -179,6 +181,26 @@ static void sysenter(uint32_t nr, uint32_t unused)
     fflush(stdout);
 }
 
+/* wrpkru with (rights) (0f 01 ef; ECX and EDX 0), then getpid through int $0x80 and a
+ * store. An i386 CPU, or a kernel that leaves CR4.PKE clear, raises #UD (SIGILL); ring3's
+ * host has CR4.PKE set, so the value reaches the register, and must go no further than
+ * this process's own accesses. */
+static void wrpkru(uint32_t rights, uint32_t unused)
+{
+    (void)unused;
+    static volatile uint32_t after;
+    uint32_t a = rights;
+    __asm__ volatile("xorl %%ecx, %%ecx\n\t"
+                     "xorl %%edx, %%edx\n\t"
+                     ".byte 0x0f, 0x01, 0xef\n\t"
+                     "movl $20, %%eax\n\t"
+                     "int $0x80"
+                     : "+a"(a) : : "ecx", "edx", "memory");
+    after = a;
+    printf("returned %d\n", (int)after);
+    fflush(stdout);
+}
+
 /* In 64-bit mode: jump to (hi:lo), with every register holding it. */
 static void jump64(uint32_t lo, uint32_t hi)
 {
@@ -255,6 +277,11 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    fprintf(stderr, "usage: hostile all MARK [ADDR] | hostile stub FIRST PAGES\n");
+    if (argc == 2 && !strcmp(argv[1], "pkru")) {
+        attempt("wrpkru 3", wrpkru, 3, 0);
+        attempt("wrpkru fffffffc", wrpkru, 0xFFFFFFFCu, 0);
+        return 0;
+    }
+    fprintf(stderr, "usage: hostile all MARK [ADDR] | hostile stub FIRST PAGES | hostile pkru\n");
     return 2;
 }

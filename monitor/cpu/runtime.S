@@ -17,6 +17,7 @@
 #include "shared.h"
 
 #define HOST_CS64   0x33        /* the host's 64-bit user code segment */
+#define XSTATE_ALL_BUT_PKRU 0xFFFFFDFF  /* RFBM bits 31:0: XCR0 bit 9 (PKRU) clear */
 #define SH(off)     (R3_SHARED + (off))
 #define BLOB(label) (R3_CODE + ((label) - r3_blob))
 #define GATE_STUB_SIZE 32
@@ -320,9 +321,10 @@ tramp64:
     popfq
     /* The guest's x87/SSE/AVX registers: monitor C code (and the libc it
      * calls) uses them, and a guest process's state may be live in them
-     * while its kernel runs. XSAVE with every component of XCR0 (SDM vol. 1, 13.7). */
+     * while its kernel runs. XSAVE with every component of XCR0 (SDM vol. 1, 13.7)
+     * but PKRU, which stays the monitor's (x86/xstate.h). */
     movq mon_xsave(%rip), %rcx
-    movl $-1, %eax
+    movl $XSTATE_ALL_BUT_PKRU, %eax
     movl $-1, %edx
     xsave64 (%rcx)
     call *mon_handler(%rip)
@@ -332,7 +334,7 @@ tramp64:
  * first entry into the guest (monitor/cpu/runtime.c calls it). */
 exit64:
     movq mon_xsave(%rip), %rcx
-    movl $-1, %eax
+    movl $XSTATE_ALL_BUT_PKRU, %eax
     movl $-1, %edx
     xrstor64 (%rcx)
     movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */

@@ -33,6 +33,7 @@
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
 #include "monitor/mmu/aspace.h"
+#include "x86/xstate.h"
 #include "monitor/mmu/mmu.h"
 
 #include "console.h"
@@ -418,6 +419,14 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
         }
         internal_error(v, sig, uc, si);
     }
+
+    /* Back to guest code by rt_sigreturn, which restores PKRU from the frame: never a value
+     * guest code wrote (x86/xstate.h). A frame without the XSAVE part has no PKRU. */
+    uint8_t *frame = (uint8_t *)uc->uc_mcontext.fpregs;
+    uint32_t magic;
+    memcpy(&magic, frame + XSTATE_MAGIC_OFF, sizeof magic);
+    if (magic == XSTATE_MAGIC1)
+        xstate_forget_pkru(frame);
 
     struct host_fault f = {
         .sig = sig,

@@ -1,0 +1,27 @@
+/* What ring3 needs of the XSAVE image's layout (Intel SDM vol. 1, 13.4). */
+#ifndef RING3_X86_XSTATE_H
+#define RING3_X86_XSTATE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define XSTATE_PKRU     (1ull << 9)     /* XCR0 bit 9: the protection-key rights register */
+#define XSTATE_BV_OFF   512             /* the header's first field: which components the image holds */
+#define XSTATE_MAGIC1   0x46505853u     /* Linux's FP_XSTATE_MAGIC1 at byte 464 of a signal frame's image */
+#define XSTATE_MAGIC_OFF 464
+
+/* PKRU is the host's, never a guest's. Guest code runs on the host's CPU, where the
+ * host kernel set CR4.PKE, so WRPKRU works at CPL 3 although the guest's CPUID has
+ * no PKU. A value a guest process wrote, carried with its vector state into the
+ * monitor, would deny the monitor its own memory (key 0), and kill it. With the
+ * component's XSTATE_BV bit clear, an XRSTOR of (image) puts PKRU in its initial
+ * state, 0 (every key allowed), whatever the image's PKRU bytes say (13.8.1). */
+static inline void xstate_forget_pkru(uint8_t *image)
+{
+    uint64_t bv;
+    memcpy(&bv, image + XSTATE_BV_OFF, sizeof bv);
+    bv &= ~XSTATE_PKRU;
+    memcpy(image + XSTATE_BV_OFF, &bv, sizeof bv);
+}
+
+#endif
