@@ -1,6 +1,8 @@
 /* The PC platform: one call creates and wires every legacy device. */
 #include "platform.h"
 
+#include <stdio.h>
+
 #include "hw/pci_host.h"
 
 /* Where the disks go, as SeaBIOS leaves virtio devices under QEMU's pc
@@ -13,9 +15,8 @@
 #define DISK_PORT_STEP  0x100
 static const uint8_t disk_irq[PLATFORM_MAX_DISKS] = { 11, 10, 9, 5 };
 
-static int attach_disks(struct platform *p, const struct platform_config *cfg)
+static int attach_disks(struct platform *p, const struct platform_config *cfg, uint16_t *elcr)
 {
-    uint16_t elcr = 0;
     for (unsigned i = 0; i < cfg->ndisks; i++) {
         char name[4] = { 'v', 'd', (char)('a' + i), 0 };
         p->disk[i] = virtio_blk_init(p->pci, p->io, cfg->gm, DISK_FIRST_SLOT + i,
@@ -24,16 +25,50 @@ static int attach_disks(struct platform *p, const struct platform_config *cfg)
                                      cfg->disks[i], name);
         if (p->disk[i] == NULL)
             return -1;
-        elcr |= (uint16_t)(1u << disk_irq[i]);
+        *elcr |= (uint16_t)(1u << disk_irq[i]);
     }
-    io_out(p->io, PIC_ELCR_BASE, 1, elcr & 0xFF);
-    io_out(p->io, PIC_ELCR_BASE + 1, 1, elcr >> 8);
     return 0;
 }
 
-int platform_init(struct platform *p, const struct platform_config *cfg)
+/* NICs after the disks: slots from 8, I/O BARs from 0xC400, and IRQs no ISA
+ * device of this machine uses (15 and 14 are the IDE lines, 12 the PS/2
+ * mouse's, 7 the printer's). */
+#define NIC_FIRST_SLOT 8
+#define NIC_FIRST_PORT 0xC400
+static const uint8_t nic_irq[PLATFORM_MAX_NICS] = { 15, 14, 12, 7 };
+
+static int attach_nics(struct platform *p, const struct platform_config *cfg, uint16_t *elcr,
+                       char *err, size_t errlen)
+{
+    for (unsigned i = 0; i < cfg->nnics; i++) {
+        const struct net_spec *spec = &cfg->nics[i];
+        char name[8];
+        snprintf(name, sizeof name, "eth%u", i);
+        p->nic[i] = virtio_net_init(p->pci, p->io, cfg->gm, NIC_FIRST_SLOT + i,
+                                    (uint16_t)(NIC_FIRST_PORT + DISK_PORT_STEP * i),
+                                    pic_irq(p->pic, nic_irq[i]), nic_irq[i], spec->mac, name);
+        if (p->nic[i] == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        *elcr |= (uint16_t)(1u << nic_irq[i]);
+        if (spec->kind == NET_USER) {
+            char why[160];
+            p->backend[i] = net_user_new(&spec->user, virtio_net_receiver(), p->nic[i], why, sizeof why);
+            if (p->backend[i] == NULL) {
+                snprintf(err, errlen, "--net user (%s): %s", name, why);
+                return -1;
+            }
+        }
+        virtio_net_attach(p->nic[i], p->backend[i]);
+    }
+    return 0;
+}
+
+int platform_init(struct platform *p, const struct platform_config *cfg, char *err, size_t errlen)
 {
     *p = (struct platform){ 0 };
+    snprintf(err, errlen, "out of memory");     /* unless a backend says otherwise */
     p->clock = cfg->clock ? cfg->clock : &hw_clock_monotonic;
     int64_t wall = cfg->wall_ns ? cfg->wall_ns : hw_wall_ns();
 
@@ -59,8 +94,11 @@ int platform_init(struct platform *p, const struct platform_config *cfg)
     if (!p->pic || !p->pit || !p->com1 || !p->rtc || !p->pci || !p->port80 || !p->i8042)
         goto fail;
     rtc_set_memory(p->rtc, cfg->mem_bytes);
-    if (attach_disks(p, cfg))
+    uint16_t elcr = 0;
+    if (attach_disks(p, cfg, &elcr) || attach_nics(p, cfg, &elcr, err, errlen))
         goto fail;
+    io_out(p->io, PIC_ELCR_BASE, 1, elcr & 0xFF);
+    io_out(p->io, PIC_ELCR_BASE + 1, 1, elcr >> 8);
     return 0;
 fail:
     /* The images the disks did not take over. */
@@ -73,6 +111,10 @@ fail:
 
 void platform_destroy(struct platform *p)
 {
+    for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++) {
+        net_backend_free(p->backend[i]);
+        virtio_net_free(p->nic[i]);
+    }
     for (unsigned i = 0; i < PLATFORM_MAX_DISKS; i++)
         virtio_blk_free(p->disk[i]);
     debugexit_free(p->debugexit);
@@ -98,4 +140,32 @@ uint64_t platform_next_deadline(struct platform *p, uint64_t now)
     uint64_t a = pit_next_deadline(p->pit, now);
     uint64_t b = rtc_next_deadline(p->rtc, now);
     return a < b ? a : b;
+}
+
+void platform_net_fill(struct platform *p, struct pollfd *pfd, unsigned *n, unsigned max,
+                       uint64_t *deadline)
+{
+    for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++)
+        if (p->backend[i])
+            net_backend_fill(p->backend[i], pfd, n, max, deadline);
+}
+
+void platform_net_dispatch(struct platform *p)
+{
+    for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++)
+        if (p->backend[i])
+            net_backend_dispatch(p->backend[i]);
+}
+
+void platform_net_poll(struct platform *p)
+{
+    struct pollfd pfd[PLATFORM_NET_MAX_FDS];
+    unsigned n = 0;
+    uint64_t deadline = UINT64_MAX;
+    platform_net_fill(p, pfd, &n, PLATFORM_NET_MAX_FDS, &deadline);
+    if (n == 0 && deadline > hw_clock_now(&hw_clock_monotonic))
+        return;
+    if (n)
+        poll(pfd, n, 0);
+    platform_net_dispatch(p);
 }

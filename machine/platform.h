@@ -17,10 +17,14 @@
 #include "hw/port80.h"
 #include "hw/rtc.h"
 #include "hw/uart.h"
+#include "net/backend.h"
 #include "virtio/blk.h"
+#include "virtio/net.h"
 
 #define PLATFORM_NO_DEADLINE UINT64_MAX
 #define PLATFORM_MAX_DISKS 4
+#define PLATFORM_MAX_NICS 4
+#define PLATFORM_NET_MAX_FDS 256      /* host sockets polled at once, over every backend */
 
 struct platform_config {
     uint64_t mem_bytes;             /* guest RAM, for the CMOS size bytes */
@@ -35,6 +39,8 @@ struct platform_config {
     const struct guestmem *gm;      /* what the disks' DMA reaches (with ndisks > 0) */
     struct disk_image *disks[PLATFORM_MAX_DISKS];  /* vda, vdb, ...: the platform owns them */
     unsigned ndisks;
+    struct net_spec nics[PLATFORM_MAX_NICS];       /* eth0, eth1, ... */
+    unsigned nnics;
 };
 
 struct platform {
@@ -48,6 +54,8 @@ struct platform {
     struct port80 *port80;
     struct i8042 *i8042;    /* 0x60, 0x64: the reset line */
     struct virtio_blk *disk[PLATFORM_MAX_DISKS];    /* PCI 00:04.0 on, IRQ 11, 10, 9, 5 */
+    struct virtio_net *nic[PLATFORM_MAX_NICS];      /* PCI 00:08.0 on, IRQ 15, 14, 12, 7 */
+    struct net_backend *backend[PLATFORM_MAX_NICS]; /* NULL for --net none */
     const struct hw_clock *clock;
 };
 
@@ -55,14 +63,25 @@ struct platform {
  * 0x4D0), the 8254 (0x40-0x43, port B 0x61), COM1 (0x3F8-0x3FF), the CMOS
  * RTC (0x70-0x71), PCI configuration (0xCF8, 0xCFC), isa-debug-exit
  * (0xF4-0xF7), port 0x80 and the virtio disks, as (cfg) says. Returns 0, or
- * -1 (out of memory) with nothing left allocated (the disk images closed). */
-int platform_init(struct platform *p, const struct platform_config *cfg);
+ * -1 with nothing left allocated (the disk images closed) and, when a network
+ * backend would not start, why in (err). */
+int platform_init(struct platform *p, const struct platform_config *cfg, char *err, size_t errlen);
 
 /* Free everything platform_init() made. */
 void platform_destroy(struct platform *p);
 
 /* Bring the timers' interrupts up to time (now) (see pit_update, rtc_update). */
 void platform_update(struct platform *p, uint64_t now);
+
+/* Add the descriptors the network backends wait on to (pfd) from (*n) on,
+ * at most (max), and lower (*deadline) to their next timer; then, after a
+ * poll() of them, platform_net_dispatch() moves what is ready. */
+void platform_net_fill(struct platform *p, struct pollfd *pfd, unsigned *n, unsigned max,
+                       uint64_t *deadline);
+void platform_net_dispatch(struct platform *p);
+
+/* Both, with a poll() that does not wait: frames in either direction move now. */
+void platform_net_poll(struct platform *p);
 
 /* The earliest time (clock ns, >= now) at which platform_update() may raise
  * an interrupt, or PLATFORM_NO_DEADLINE: how long the event loop may sleep. */

@@ -13,6 +13,7 @@ INITRAMFS_DIR   := $(B)/guest/initramfs
 GEN_INIT_CPIO   := $(B)/guest/gen_init_cpio
 GUEST_BUSYBOX   := $(INITRAMFS_DIR)/busybox
 GUEST_INIT      := guest/initramfs/init
+GUEST_DHCP      := guest/initramfs/udhcpc.script
 GUEST_PROGRAMS  := touchmem segv simd getpid forkexec sigdfl hostile sigstress
 GUEST_PROG_BINS := $(patsubst %,$(B)/guest/programs/%,$(GUEST_PROGRAMS))
 GUEST_BENCH_BINS := $(patsubst %,$(B)/bench/programs/i386/%,$(BENCH_PROGRAMS))
@@ -48,7 +49,7 @@ $(GUEST_BUSYBOX):
 	cp $(@D)/deb/root/bin/busybox $@.tmp && mv $@.tmp $@
 endif
 
-# The file list: directories, the console node, /init, busybox and a symbolic link for each
+# The file list: directories, the console node, /init and udhcpc's hook, busybox and a symbolic link for each
 # of its applets where `busybox --list-full` puts it, our programs in /usr/bin, the benchmark
 # programs in /usr/bench.
 $(INITRAMFS_DIR)/spec: $(GUEST_BUSYBOX) mk/initramfs.mk mk/bench.mk
@@ -59,13 +60,14 @@ $(INITRAMFS_DIR)/spec: $(GUEST_BUSYBOX) mk/initramfs.mk mk/bench.mk
 	  echo "dir /tmp 1777 0 0"; \
 	  echo "nod /dev/console 600 0 0 c 5 1"; \
 	  echo "file /init $(GUEST_INIT) 755 0 0"; \
+	  echo "file /etc/udhcpc.script $(GUEST_DHCP) 755 0 0"; \
 	  echo "file /bin/busybox $(GUEST_BUSYBOX) 755 0 0"; \
 	  $(GUEST_BUSYBOX) --list-full | grep -vx bin/busybox | sed 's|.*|slink /& /bin/busybox 777 0 0|'; \
 	  for p in $(GUEST_PROG_BINS); do echo "file /usr/bin/$${p##*/} $$p 755 0 0"; done; \
 	  for p in $(GUEST_BENCH_BINS); do echo "file /usr/bench/$${p##*/} $$p 755 0 0"; done; \
 	} > $@.tmp && mv $@.tmp $@
 
-$(INITRAMFS): $(INITRAMFS_DIR)/spec $(GEN_INIT_CPIO) $(GUEST_INIT) $(GUEST_BUSYBOX) $(GUEST_PROG_BINS) $(GUEST_BENCH_BINS)
+$(INITRAMFS): $(INITRAMFS_DIR)/spec $(GEN_INIT_CPIO) $(GUEST_INIT) $(GUEST_DHCP) $(GUEST_BUSYBOX) $(GUEST_PROG_BINS) $(GUEST_BENCH_BINS)
 	$(GEN_INIT_CPIO) $< | gzip -9n > $@.tmp && mv $@.tmp $@
 
 TEST_DEPS += $(INITRAMFS)

@@ -2,9 +2,9 @@
 # the rooms it sits on) and `audit` (audit/).
 
 MONITOR_SRCS := $(sort $(wildcard cli/*.c monitor/*/*.c monitor/*/*.S audit/*.c x86/*.c lib/*.c \
-                  memory/*.c boot/*.c machine/*.c hw/*.c virtio/*.c block/*.c)) stub/host.c stub/blob.S
+                  memory/*.c boot/*.c machine/*.c hw/*.c virtio/*.c block/*.c net/*.c)) stub/host.c stub/blob.S
 MONITOR_OBJS := $(patsubst %,$(B)/obj/%.o,$(MONITOR_SRCS))
-MONITOR_LIBS := -lcapstone
+MONITOR_LIBS := -lcapstone -lslirp
 
 $(B)/obj/%.c.o: %.c
 	@mkdir -p $(@D)

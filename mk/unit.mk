@@ -1,15 +1,16 @@
 # Unit tests of the device models: build/tests/unit/test_<device>, each linked against the
-# devices (hw/, virtio/), the disk images (block/) and the PC that wires them (machine/) only;
+# devices (hw/, virtio/), the disk images (block/), the network backends (net/) and the PC that
+# wires them (machine/) only;
 # and of a few monitor modules that stand alone (UNIT_EXTRA_<test>).
 # The hw objects come from the build/obj/%.c.o rule in mk/monitor.mk (same CFLAGS as build/bin/ring3).
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRCS))
-HW_OBJS   := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard hw/*.c virtio/*.c block/*.c machine/*.c)))
+HW_OBJS   := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard hw/*.c virtio/*.c block/*.c net/*.c machine/*.c lib/fail.c)))
 
 $(B)/tests/unit/%: tests/unit/%.c $(HW_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(HW_OBJS) $(UNIT_EXTRA_$*)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(HW_OBJS) $(UNIT_EXTRA_$*) -lslirp
 
 # A unit test of a monitor module links that module too.
 UNIT_EXTRA_test_host_probe := $(B)/obj/monitor/host/host_probe.c.o

@@ -25,6 +25,7 @@
 #define REG_CONFIG          0x14
 
 #define ISR_QUEUE           1u
+#define STATUS_DRIVER_OK    4u       /* virtio 1.2, 2.1 */
 
 /* PCI Local Bus Specification 3.0, 6.2.2-6.2.5. */
 #define PCI_CMD_IO           0x0001u
@@ -269,4 +270,9 @@ void virtio_pci_error(struct virtio_pci *vp, const char *why)
 bool virtio_pci_broken(const struct virtio_pci *vp)
 {
     return vp->broken;
+}
+
+bool virtio_pci_driver_ok(const struct virtio_pci *vp)
+{
+    return vp->status & STATUS_DRIVER_OK;
 }

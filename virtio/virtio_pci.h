@@ -66,4 +66,7 @@ void virtio_pci_error(struct virtio_pci *vp, const char *why);
 /* True from virtio_pci_error() until the driver resets the device. */
 bool virtio_pci_broken(const struct virtio_pci *vp);
 
+/* The driver set DRIVER_OK: its queues are ready for the device's buffers (virtio 1.2, 3.1.1). */
+bool virtio_pci_driver_ok(const struct virtio_pci *vp);
+
 #endif

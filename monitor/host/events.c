@@ -2,8 +2,9 @@
  *
  * Devices compute their state from the monotonic clock; this file only makes
  * sure the monitor looks at them in time. While the guest runs, one POSIX
- * timer (SIGALRM) is armed for the next device deadline; in hlt the monitor
- * sleeps in ppoll on stdin with that deadline as the timeout. Nothing spins.
+ * timer (SIGALRM) is armed for the next device deadline, and each expiry also
+ * moves the network's frames; in hlt the monitor sleeps in ppoll on stdin and
+ * the network backends' sockets, with that deadline as the timeout. Nothing spins.
  */
 #include <errno.h>
 #include <poll.h>
@@ -90,6 +91,7 @@ static void pump_input(struct vcpu *v)
 void events_poll(struct vcpu *v)
 {
     platform_update(v->plat, events_now());
+    platform_net_poll(v->plat);
 }
 
 /* Host input moves into the UART when the guest looks for it: when it reads
@@ -167,6 +169,13 @@ void events_wait(struct vcpu *v)
             monitor_exit(v, 0);
         }
         uint64_t now = events_now(), when = platform_next_deadline(v->plat, now);
+        /* stdin first (fd -1, which poll skips, while the UART has no room), then the sockets
+         * of the network backends */
+        struct pollfd pfd[1 + PLATFORM_NET_MAX_FDS];
+        bool want_input = !input_eof && !input_len && uart_rx_room(v->plat->com1);
+        pfd[0] = (struct pollfd){.fd = want_input ? STDIN_FILENO : -1, .events = POLLIN};
+        unsigned n = 1;
+        platform_net_fill(v->plat, pfd, &n, 1 + PLATFORM_NET_MAX_FDS, &when);
         struct timespec ts, *timeout = NULL;
         if (when != PLATFORM_NO_DEADLINE) {
             uint64_t d = when > now ? when - now : 0;
@@ -174,9 +183,7 @@ void events_wait(struct vcpu *v)
             ts.tv_nsec = (long)(d % NS_PER_SEC);
             timeout = &ts;
         }
-        struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
-        bool want_input = !input_eof && !input_len && uart_rx_room(v->plat->com1);
-        if (!want_input && !timeout) {
+        if (!want_input && !timeout && n == 1) {
             console_restore();
             fprintf(stderr, "ring3: the guest halted waiting for an interrupt that cannot come\n");
             monitor_exit(v, 0);
@@ -185,11 +192,11 @@ void events_wait(struct vcpu *v)
         guest_console_flush();
         sigset_t none;
         sigemptyset(&none);
-        int n = ppoll(&pfd, want_input ? 1 : 0, timeout, &none);
-        if (n < 0 && errno != EINTR) {
+        if (ppoll(pfd, n, timeout, &none) < 0 && errno != EINTR) {
             perror("ring3: ppoll");
             monitor_exit(v, EXIT_HOST);
         }
+        platform_net_dispatch(v->plat);
     }
 }
 

@@ -26,6 +26,7 @@ enum {
     OPT_ISOLATION,
     OPT_STUBS,
     OPT_DISK,
+    OPT_NET,
 };
 
 /* getopt_long_only also takes each of these with a single dash, as qemu
@@ -42,6 +43,7 @@ static const struct option long_options[] = {
     { "isolation",  required_argument, NULL, OPT_ISOLATION },
     { "stubs",      required_argument, NULL, OPT_STUBS },
     { "disk",       required_argument, NULL, OPT_DISK },
+    { "net",        required_argument, NULL, OPT_NET },
     { "help",       no_argument,       NULL, 'h' },
     { "version",    no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
@@ -105,6 +107,14 @@ static void usage(FILE *out)
             "                       a raw disk image as a virtio disk: the first is /dev/vda,\n"
             "                       then vdb.. (up to %u); readonly=on: the guest cannot write;\n"
             "                       snapshot=on: writes go to a temporary overlay, dropped at exit\n"
+            "  --net user[,hostfwd=tcp::HOSTPORT-:GUESTPORT][,restrict=on][,mac=MAC]\n"
+            "                       a virtio NIC (eth0, then eth1.. up to %u) on user-mode\n"
+            "                       networking, the default as in qemu: the guest is 10.0.2.15\n"
+            "                       by DHCP, the host 10.0.2.2, DNS 10.0.2.3; hostfwd (tcp or\n"
+            "                       udp, repeatable) forwards a host port to the guest, e.g.\n"
+            "                       --net user,hostfwd=tcp::2222-:22; restrict=on: the guest\n"
+            "                       reaches nothing outside\n"
+            "  --net none           no network device\n"
             "  --stubs N            guest address spaces that keep their host process, 1 to %u\n"
             "                       (default %u; the least recently run one is reused)\n"
             "  --serial stdio|file:PATH\n"
@@ -113,7 +123,8 @@ static void usage(FILE *out)
             "  --trace-file PATH    log them to PATH instead (implies --trace)\n"
             "  --help, --version\n"
             "Options may also be written with one dash (-append, -initrd), as qemu does.\n",
-            options_default_kernel(), options_default_initrd(), OPTIONS_MAX_DISKS, OPTIONS_MAX_STUBS,
+            options_default_kernel(), options_default_initrd(), OPTIONS_MAX_DISKS, OPTIONS_MAX_NICS,
+            OPTIONS_MAX_STUBS,
             OPTIONS_DEFAULT_STUBS);
 }
 
@@ -186,6 +197,21 @@ static int parse_disk(const char *arg, struct r3_options *o)
     }
     o->ndisks++;
     return 0;
+}
+
+/* --net none, or one more NIC. */
+static int parse_net(const char *arg, struct r3_options *o)
+{
+    if (!strcmp(arg, "none")) {
+        o->net_none = true;
+        return 0;
+    }
+    if (o->nnets == OPTIONS_MAX_NICS)
+        return bad_input("too many --net options; ring3 has %u NIC slots", OPTIONS_MAX_NICS);
+    int err = net_spec_parse(arg, o->nnets, &o->nets[o->nnets]);
+    if (!err)
+        o->nnets++;
+    return err;
 }
 
 /* Multiply a saturating 128-bit value, so that absurd sizes stay absurd. */
@@ -317,6 +343,7 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_ISOLATION: err = parse_isolation(optarg, o); break;
         case OPT_STUBS: err = parse_stubs(optarg, o); break;
         case OPT_DISK: err = parse_disk(optarg, o); break;
+        case OPT_NET: err = parse_net(optarg, o); break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
         default: return bad_option(c, argv);
@@ -324,6 +351,10 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         if (err)
             return err;
     }
+    if (o->net_none && o->nnets)
+        return bad_input("--net none and another --net: give one or the other");
+    if (!o->net_none && !o->nnets && net_spec_parse("user", 0, &o->nets[o->nnets++]))
+        return 2;
     if (optind >= argc) {
         o->kernel = options_default_kernel();
         o->kernel_default = true;

@@ -6,11 +6,13 @@
 #include <stdint.h>
 
 #include "block/image.h"
+#include "net/backend.h"
 
 #define OPTIONS_DEFAULT_MEM (256ull << 20)
 #define OPTIONS_DEFAULT_STUBS 16
 #define OPTIONS_MAX_STUBS 256
 #define OPTIONS_MAX_DISKS 4      /* = PLATFORM_MAX_DISKS */
+#define OPTIONS_MAX_NICS 4       /* = PLATFORM_MAX_NICS */
 
 /* options_parse's return value when the guest should be run. */
 #define OPTIONS_RUN (-1)
@@ -35,6 +37,9 @@ struct r3_options {
     unsigned stubs;             /* --stubs: address spaces that keep a stub */
     struct disk_spec disks[OPTIONS_MAX_DISKS];  /* --disk, in order: vda, vdb, ... */
     unsigned ndisks;
+    struct net_spec nets[OPTIONS_MAX_NICS];     /* --net, in order: eth0, eth1, ...; */
+    unsigned nnets;                             /* none given: one user NIC, as qemu */
+    bool net_none;                              /* --net none: no NIC at all */
 };
 
 /* The default kernel and initramfs, found from this executable's place in

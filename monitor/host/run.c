@@ -117,6 +117,8 @@ static int open_disks(const struct r3_options *o, struct platform_config *cfg)
         }
     }
     cfg->ndisks = o->ndisks;
+    memcpy(cfg->nics, o->nets, sizeof o->nets[0] * o->nnets);
+    cfg->nnics = o->nnets;
     return 0;
 }
 
@@ -174,8 +176,9 @@ int run_main(int argc, char **argv)
     }
     cfg.mem_bytes = gm.size;
     cfg.gm = &gm;
-    if (platform_init(&plat, &cfg)) {
-        fprintf(stderr, "ring3: out of memory setting up devices\n");
+    char why[200];
+    if (platform_init(&plat, &cfg, why, sizeof why)) {
+        fprintf(stderr, "ring3: cannot set up the devices: %s\n", why);
         return EXIT_HOST;
     }
     v->gm = &gm;

@@ -32,7 +32,7 @@ int main(void)
         .intr = &intr.line,
         .console_tx = console_tx,
     };
-    CHECK_EQ(platform_init(&p, &cfg), 0);
+    CHECK_EQ(platform_init(&p, &cfg, NULL, 0), 0);
 
     static const struct { uint16_t port; const char *name; } map[] = {
         { 0x20, "pic-master" }, { 0xA1, "pic-slave" }, { 0x4D0, "pic-elcr" },
@@ -134,7 +134,7 @@ int main(void)
 
     /* Without debug-exit its ports stay unmapped. */
     cfg.no_debugexit = true;
-    CHECK_EQ(platform_init(&p, &cfg), 0);
+    CHECK_EQ(platform_init(&p, &cfg, NULL, 0), 0);
     CHECK(p.debugexit == NULL);
     CHECK(io_port_name(p.io, 0xF4) == NULL);
     platform_destroy(&p);

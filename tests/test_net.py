@@ -1,0 +1,138 @@
+"""virtio-net (virtio/net.c) on user-mode networking (net/user.c, libslirp), with the default
+guest: its /init brings eth0 up by DHCP. Each test runs in both isolation modes.
+"""
+import functools
+import hashlib
+import http.server
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+import qemu_guest  # tools/qemu_guest.py, on the path by conftest.py
+
+from test_linux import BOOT_TIMEOUT, ISOLATION, RING3, guest, isolation, ok  # noqa: F401 (the fixture)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """Python's http.server on 127.0.0.1 serving (tmp_path), for the guest at 10.0.2.2."""
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            requests.append(self.path)
+
+    requests = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(Handler, directory=str(tmp_path)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield tmp_path, server.server_address[1], requests
+    server.shutdown()
+    server.server_close()
+
+
+DHCP_VIEW = ("ip -4 addr show eth0 | grep -o 'inet [0-9./]*'; ip route | grep default; "
+             "cat /etc/resolv.conf")
+
+
+def test_dhcp_gives_the_user_network_address():
+    out = ok(DHCP_VIEW)
+    assert out == ("inet 10.0.2.15/24\ndefault via 10.0.2.2 dev eth0 \n"
+                   "nameserver 10.0.2.3\n"), out
+
+
+@pytest.mark.skipif(not qemu_guest.KERNEL.exists(), reason="make guest-kernel-plain builds it")
+def test_dhcp_as_under_qemu():
+    """The same /init under qemu-system-i386 with -nic user,model=virtio-net-pci."""
+    want = qemu_guest.run(DHCP_VIEW)
+    assert (ok(DHCP_VIEW), 0) == (want.output, want.status)
+
+
+def test_wget_from_a_host_server_matches_its_sha256(http_server):
+    """64 MiB over TCP from the host through 10.0.2.2, checksummed on both ends."""
+    directory, port, _ = http_server
+    data = bytes(range(256)) * 4096 * 64
+    (directory / "blob").write_bytes(data)
+    out = ok(f"wget -q -O - http://10.0.2.2:{port}/blob | sha256sum")
+    assert out.split()[0] == hashlib.sha256(data).hexdigest()
+
+
+def test_restrict_on_keeps_the_guest_from_the_host(http_server):
+    """restrict=on: DHCP still answers, a connection from the guest to 10.0.2.2 reaches
+    nothing. What the guest prints is what it prints under QEMU with restrict=on (busybox's
+    wget dies of SIGSEGV when its connection fails, there as here)."""
+    directory, port, requests = http_server
+    (directory / "f").write_text("x")
+    command = (f"ip -4 addr show eth0 | grep -o 'inet [0-9.]*'; "
+               f"wget -q -T 3 -O - http://10.0.2.2:{port}/f; echo wget $?")
+    out = ok(command, "--net", "user,restrict=on")
+    assert out.startswith("inet 10.0.2.15\n") and not requests, out
+    if qemu_guest.KERNEL.exists():
+        want = qemu_guest.run(command, net=["restrict=on"])
+        assert (out, 0) == (want.output, want.status)
+
+
+def test_hostfwd_reaches_a_guest_listener():
+    """--net user,hostfwd=tcp::PORT-:7000: a host client talks to busybox nc in the guest."""
+    port = free_port()
+    p = subprocess.Popen([RING3, "run", *ISOLATION,
+                          "--net", f"user,hostfwd=tcp:127.0.0.1:{port}-:7000",
+                          "--cmd", "echo from-guest | nc -l -p 7000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         text=True)
+    got = b""
+    deadline = time.monotonic() + BOOT_TIMEOUT
+    try:
+        while time.monotonic() < deadline and not got:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+                    got = c.recv(100)
+            except OSError:
+                pass
+            if not got:
+                time.sleep(0.2)
+        out, err = p.communicate(timeout=BOOT_TIMEOUT)
+    finally:
+        p.kill()
+    assert got == b"from-guest\n", err
+    assert p.returncode == 0, err
+
+
+def test_net_none_leaves_no_nic():
+    assert ok("ls /sys/class/net", "--net", "none") == "lo\n"
+
+
+@pytest.mark.parametrize("value, says", [
+    ("bogus", "the backend is 'user' or 'none'"),
+    ("user,hostfwd=tcp::70000-:22", "is not hostfwd="),
+    ("user,hostfwd=tcp::2222", "is not hostfwd="),
+    ("user,mac=01:00:5e:00:00:01", "is not hostfwd="),
+    ("user,speed=fast", "is not hostfwd="),
+])
+def test_bad_net_option_is_one_line_and_exit_2(value, says):
+    p = subprocess.run([RING3, "run", "--net", value], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and says in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_net_none_with_another_net_is_refused():
+    p = subprocess.run([RING3, "run", "--net", "none", "--net", "user"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2 and "--net none and another --net" in p.stderr, p.stderr
+
+
+def test_forwarded_port_in_use_is_one_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = guest("true", "--net", f"user,hostfwd=tcp:127.0.0.1:{port}-:22", timeout=30)
+    assert p.returncode != 0 and f"cannot forward host TCP port {port}" in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1, p.stderr

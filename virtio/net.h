@@ -1,0 +1,33 @@
+/* virtio-net (virtio 1.2, 5.1) over the legacy PCI transport, joined to a network backend. */
+#ifndef RING3_VIRTIO_NET_H
+#define RING3_VIRTIO_NET_H
+
+#include <stdint.h>
+
+#include "net/backend.h"
+
+#include "virtio_pci.h"
+
+struct virtio_net;
+
+/* A NIC with address (mac) at PCI (slot), I/O BAR at (port), INTA# on (irq)
+ * = ISA IRQ (irq_num), named (name) in messages ("eth0"). It sends nowhere
+ * until virtio_net_attach(). Returns NULL when out of memory or the slot or
+ * ports are taken. */
+struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
+                                   const struct guestmem *gm, unsigned slot, uint16_t port,
+                                   struct irq_line *irq, uint8_t irq_num,
+                                   const uint8_t mac[6], const char *name);
+
+/* The function a backend calls with a frame for the NIC (its opaque: the NIC). */
+net_receive_fn *virtio_net_receiver(void);
+
+/* Where the guest's frames go from now on (NULL: dropped). */
+void virtio_net_attach(struct virtio_net *n, struct net_backend *backend);
+
+/* Frames for the guest that were lost: no room in its buffers or the backlog. */
+uint64_t virtio_net_dropped(const struct virtio_net *n);
+
+void virtio_net_free(struct virtio_net *n);
+
+#endif
