@@ -416,12 +416,13 @@ static int serve_map(struct stub *s)
     if (!n)
         return -1;
     for (;;) {
-        if (silent_too_long(s, start))
-            return -1;
         /* poll without sleeping first: waking this core from idle costs more than the stub's way
-         * to its map site (DESIGN.md, "Isolation") */
+         * to its map site (DESIGN.md, "Isolation"); only then read the stub's CPU time, a system call */
+        bool spinning = now_ns() - start.wall < SPIN_NS;
+        if (!spinning && silent_too_long(s, start))
+            return -1;
         struct pollfd p[2] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 } };
-        int k = poll(p, 2, now_ns() - start.wall < SPIN_NS ? 0 : (int)(SLICE_NS / 1000000));
+        int k = poll(p, 2, spinning ? 0 : (int)(SLICE_NS / 1000000));
         if (k < 0 && errno != EINTR)
             return -1;
         if (k <= 0)
