@@ -52,13 +52,13 @@ static int attach_nics(struct platform *p, const struct platform_config *cfg, ui
             return -1;
         }
         *elcr |= (uint16_t)(1u << nic_irq[i]);
-        if (spec->kind == NET_USER) {
-            char why[160];
-            p->backend[i] = net_user_new(&spec->user, virtio_net_receiver(), p->nic[i], why, sizeof why);
-            if (p->backend[i] == NULL) {
-                snprintf(err, errlen, "--net user (%s): %s", name, why);
-                return -1;
-            }
+        char why[200];
+        struct net_client client = virtio_net_client(p->nic[i]);
+        p->backend[i] = net_backend_new(spec, &client, why, sizeof why);
+        if (p->backend[i] == NULL) {
+            snprintf(err, errlen, "--net %s (%s): %s", spec->kind == NET_USER ? "user" : "stream",
+                     name, why);
+            return -1;
         }
         virtio_net_attach(p->nic[i], p->backend[i]);
     }
@@ -109,12 +109,21 @@ fail:
     return -1;
 }
 
-void platform_destroy(struct platform *p)
+void platform_net_close(struct platform *p)
 {
     for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++) {
+        if (p->nic[i])
+            virtio_net_attach(p->nic[i], NULL);
         net_backend_free(p->backend[i]);
-        virtio_net_free(p->nic[i]);
+        p->backend[i] = NULL;
     }
+}
+
+void platform_destroy(struct platform *p)
+{
+    platform_net_close(p);
+    for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++)
+        virtio_net_free(p->nic[i]);
     for (unsigned i = 0; i < PLATFORM_MAX_DISKS; i++)
         virtio_blk_free(p->disk[i]);
     debugexit_free(p->debugexit);

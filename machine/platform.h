@@ -73,6 +73,10 @@ void platform_destroy(struct platform *p);
 /* Bring the timers' interrupts up to time (now) (see pit_update, rtc_update). */
 void platform_update(struct platform *p, uint64_t now);
 
+/* Close the network backends (a stream server's socket file goes), as the
+ * run ends; the NICs stay, joined to nothing. */
+void platform_net_close(struct platform *p);
+
 /* Add the descriptors the network backends wait on to (pfd) from (*n) on,
  * at most (max), and lower (*deadline) to their next timer; then, after a
  * poll() of them, platform_net_dispatch() moves what is ready. */

@@ -3,14 +3,24 @@
 #define RING3_NET_BACKEND_H
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define NET_MAX_FRAME   65550u      /* QEMU's limit on a frame (NET_BUFSIZE less its slack) */
 #define NET_MAX_HOSTFWD 8
+#define NET_PATH_BYTES  108         /* sizeof sun_path */
 
-/* A frame for the NIC: the backend calls it, from net_backend_dispatch() only. */
-typedef void net_receive_fn(void *opaque, const uint8_t *frame, size_t len);
+/* The NIC as a backend sees it. The backend calls it from net_backend_dispatch()
+ * and net_backend_resume() only. */
+struct net_client {
+    /* A frame for the NIC. False: the NIC has no room for it now, and the
+     * backend keeps it (or drops it, if it cannot) until net_backend_resume(). */
+    bool (*receive)(void *opaque, const uint8_t *frame, size_t len);
+    /* The link went up or down: a stream's peer came or went. */
+    void (*link)(void *opaque, bool up);
+    void *opaque;
+};
 
 /* One hostfwd=tcp::HOSTPORT-:GUESTPORT (or udp), as qemu spells it. */
 struct net_hostfwd {
@@ -28,26 +38,58 @@ struct net_user_options {
     struct net_hostfwd hostfwd[NET_MAX_HOSTFWD];
 };
 
+/* What --net stream gives: a UNIX socket (path) or TCP (host, port), as the
+ * server that waits for its peer or as the client that connects to it. */
+struct net_stream_options {
+    bool server;
+    char path[NET_PATH_BYTES];      /* "": TCP */
+    char host[64];
+    uint16_t port;
+};
+
 /* A NIC as the options give it: its address and what it is joined to. */
-enum net_kind { NET_USER };
+enum net_kind { NET_USER, NET_STREAM };
 struct net_spec {
     enum net_kind kind;
     uint8_t mac[6];
     struct net_user_options user;
+    struct net_stream_options stream;
 };
 
-/* --net's value (user[,hostfwd=...][,restrict=on][,mac=...]) for NIC number
- * (index) into (spec), its MAC qemu's 52:54:00:12:34:56 plus (index) unless
- * given. Returns 0, or 2 after one line on stderr. "none" is the caller's. */
+/* --net's value for NIC number (index) into (spec), its MAC qemu's
+ * 52:54:00:12:34:56 plus (index) unless given. Returns 0, or 2 after one line
+ * on stderr. "none" is the caller's. */
 int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec);
 
+/* A backend: each kind's struct starts with this one. */
 struct net_backend;
+struct net_backend_ops {
+    void (*send)(struct net_backend *b, const uint8_t *frame, size_t len);
+    void (*fill)(struct net_backend *b, struct pollfd *pfd, unsigned *n, unsigned max,
+                 uint64_t *deadline_ns);
+    void (*dispatch)(struct net_backend *b);
+    void (*resume)(struct net_backend *b);          /* may be NULL */
+    void (*free)(struct net_backend *b);
+};
+struct net_backend {
+    const struct net_backend_ops *ops;
+    struct net_client nic;
+};
+
+/* The backend (spec) asks for, joined to (nic). Returns NULL with (err)
+ * filled when it cannot start (a forwarded port taken, no peer listening). */
+struct net_backend *net_backend_new(const struct net_spec *spec, const struct net_client *nic,
+                                    char *err, size_t errlen);
 
 /* User-mode networking through libslirp, as qemu's -netdev user: the guest
- * is 10.0.2.15 by DHCP, the host 10.0.2.2, DNS 10.0.2.3. Returns NULL with
- * (err) filled when libslirp refuses (a forwarded port already taken). */
-struct net_backend *net_user_new(const struct net_user_options *o, net_receive_fn *rx,
-                                 void *rx_opaque, char *err, size_t errlen);
+ * is 10.0.2.15 by DHCP, the host 10.0.2.2, DNS 10.0.2.3. */
+struct net_backend *net_user_new(const struct net_user_options *o, const struct net_client *nic,
+                                 char *err, size_t errlen);
+
+/* QEMU's -netdev stream: each frame as a 4-byte big-endian length and the
+ * frame, over a UNIX or TCP socket. The link is up while a peer is connected. */
+struct net_backend *net_stream_new(const struct net_stream_options *o, const struct net_client *nic,
+                                   char *err, size_t errlen);
 
 /* A frame from the NIC (the guest sent it). */
 void net_backend_send(struct net_backend *b, const uint8_t *frame, size_t len);
@@ -59,8 +101,11 @@ void net_backend_fill(struct net_backend *b, struct pollfd *pfd, unsigned *n, un
 
 /* After poll() on the array net_backend_fill() added to (still the same
  * array): read and write what is ready, run the timers that are due, and
- * pass the frames for the guest to the receive function. */
+ * pass the frames for the guest to the NIC. */
 void net_backend_dispatch(struct net_backend *b);
+
+/* The NIC has room again: the frames the backend kept may come now. */
+void net_backend_resume(struct net_backend *b);
 
 void net_backend_free(struct net_backend *b);
 

@@ -1,4 +1,5 @@
-/* --net as qemu's -nic spells it: user[,hostfwd=PROTO:[ADDR]:PORT-[ADDR]:PORT][,restrict=on][,mac=MAC]. */
+/* --net as qemu's -nic spells it: user[,hostfwd=PROTO:[ADDR]:PORT-[ADDR]:PORT][,restrict=on][,mac=MAC],
+ * or stream,path=SOCKET|host=HOST,port=PORT[,server=on][,mac=MAC]. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,42 +76,78 @@ static int parse_mac(const char *value, uint8_t mac[6])
     return mac[0] & 1 ? -1 : 0;
 }
 
+/* host=, port=, path= and server= of --net stream. 0 when (key)=(value) is one of them. */
+static int stream_flag(struct net_stream_options *o, const char *key, const char *value)
+{
+    if (!strcmp(key, "path"))
+        return !*value || snprintf(o->path, sizeof o->path, "%s", value) >= (int)sizeof o->path;
+    if (!strcmp(key, "host"))
+        return !*value || snprintf(o->host, sizeof o->host, "%s", value) >= (int)sizeof o->host;
+    if (!strcmp(key, "port"))
+        return parse_port(value, &o->port);
+    if (!strcmp(key, "server")) {
+        o->server = !strcmp(value, "on");
+        return strcmp(value, "on") && strcmp(value, "off");
+    }
+    return -1;
+}
+
+static int user_flag(struct net_user_options *o, const char *key, const char *value)
+{
+    if (!strcmp(key, "hostfwd"))
+        return o->nhostfwd == NET_MAX_HOSTFWD ? -1 : parse_hostfwd(value, &o->hostfwd[o->nhostfwd++]);
+    if (!strcmp(key, "restrict")) {
+        o->restrict_ = !strcmp(value, "on");
+        return strcmp(value, "on") && strcmp(value, "off");
+    }
+    return -1;
+}
+
+static const char *const usage[] = {
+    [NET_USER] = "hostfwd=tcp|udp:[ADDR]:PORT-[ADDR]:PORT (at most 8), restrict=on|off or mac=52:54:00:xx:xx:xx",
+    [NET_STREAM] = "path=SOCKET, host=HOST, port=PORT, server=on|off or mac=52:54:00:xx:xx:xx",
+};
+
 int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec)
 {
     *spec = (struct net_spec){ .kind = NET_USER };
     memcpy(spec->mac, qemu_mac, sizeof qemu_mac);
     spec->mac[5] = (uint8_t)(spec->mac[5] + index);
     size_t n = strcspn(arg, ",");
-    if (strncmp(arg, "user", n) || n != 4)
-        return bad_input("--net '%s': the backend is 'user' or 'none' (e.g. --net user,hostfwd=tcp::2222-:22)",
-                         arg);
+    if (n == 4 && !strncmp(arg, "user", n))
+        spec->kind = NET_USER;
+    else if (n == 6 && !strncmp(arg, "stream", n))
+        spec->kind = NET_STREAM;
+    else
+        return bad_input("--net '%s': the backend is 'user', 'stream' or 'none' (e.g. --net "
+                         "user,hostfwd=tcp::2222-:22 or --net stream,path=/tmp/net.sock,server=on)", arg);
     for (const char *p = arg + n; *p == ','; ) {
         const char *flag = p + 1;
         size_t len = strcspn(flag, ",");
         char buf[160];
         snprintf(buf, sizeof buf, "%.*s", (int)len, flag);
         char *value = strchr(buf, '=');
-        if (value)
+        int bad = value == NULL || len >= sizeof buf;       /* every flag has a value */
+        if (!bad) {
             *value++ = '\0';
-        int bad = 1;
-        if (value == NULL) {
-            /* every flag has a value */
-        } else if (!strcmp(buf, "hostfwd")) {
-            if (spec->user.nhostfwd == NET_MAX_HOSTFWD)
-                return bad_input("--net '%s': more than %u hostfwd", arg, NET_MAX_HOSTFWD);
-            bad = parse_hostfwd(value, &spec->user.hostfwd[spec->user.nhostfwd++]);
-        } else if (!strcmp(buf, "restrict")) {
-            bad = strcmp(value, "on") && strcmp(value, "off");
-            spec->user.restrict_ = !strcmp(value, "on");
-        } else if (!strcmp(buf, "mac")) {
-            bad = parse_mac(value, spec->mac);
-        } else {
-            bad = 1;
+            if (!strcmp(buf, "mac"))
+                bad = parse_mac(value, spec->mac);
+            else if (spec->kind == NET_USER)
+                bad = user_flag(&spec->user, buf, value);
+            else
+                bad = stream_flag(&spec->stream, buf, value);
         }
         if (bad)
-            return bad_input("--net '%s': '%.*s' is not hostfwd=tcp|udp:[ADDR]:PORT-[ADDR]:PORT, "
-                             "restrict=on|off or mac=52:54:00:xx:xx:xx", arg, (int)len, flag);
+            return bad_input("--net '%s': '%.*s' is not %s", arg, (int)len, flag, usage[spec->kind]);
         p = flag + len;
     }
+    struct net_stream_options *o = &spec->stream;
+    if (spec->kind == NET_STREAM && !o->path[0] == !o->port)
+        return bad_input("--net '%s': a stream needs either path=SOCKET or port=PORT (with host=HOST, "
+                         "else 127.0.0.1)", arg);
+    if (spec->kind == NET_STREAM && o->path[0] && o->host[0])
+        return bad_input("--net '%s': host= goes with port=, not with path=", arg);
+    if (spec->kind == NET_STREAM && !o->path[0] && !o->host[0])
+        snprintf(o->host, sizeof o->host, "127.0.0.1");
     return 0;
 }

@@ -31,10 +31,9 @@ struct slirp_timer {
     struct slirp_timer *next;
 };
 
-struct net_backend {
+struct user {
+    struct net_backend base;
     Slirp *slirp;
-    net_receive_fn *rx;
-    void *rx_opaque;
     struct slirp_timer *timers;
     /* What the last net_backend_fill() added, for the get_revents callback. */
     struct pollfd *pfd;
@@ -52,8 +51,10 @@ static int64_t clock_ns(void *opaque)
 
 static ssize_t send_to_guest(const void *buf, size_t len, void *opaque)
 {
-    struct net_backend *b = opaque;
-    b->rx(b->rx_opaque, buf, len);
+    struct user *b = opaque;
+    /* libslirp cannot keep a frame back: one the NIC has no room for is lost, as on a
+     * wire, and TCP sends it again */
+    b->base.nic.receive(b->base.nic.opaque, buf, len);
     return (ssize_t)len;
 }
 
@@ -65,7 +66,7 @@ static void guest_error(const char *msg, void *opaque)
 
 static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *opaque)
 {
-    struct net_backend *b = opaque;
+    struct user *b = opaque;
     struct slirp_timer *t = calloc(1, sizeof *t);
     if (t == NULL)
         return NULL;
@@ -76,7 +77,7 @@ static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *opaque)
 
 static void timer_free(void *timer, void *opaque)
 {
-    struct net_backend *b = opaque;
+    struct user *b = opaque;
     for (struct slirp_timer **p = &b->timers; *p; p = &(*p)->next) {
         if (*p == timer) {
             *p = ((struct slirp_timer *)timer)->next;
@@ -115,16 +116,17 @@ static const SlirpCb callbacks = {
     .notify = no_notify,
 };
 
-struct net_backend *net_user_new(const struct net_user_options *o, net_receive_fn *rx,
-                                 void *rx_opaque, char *err, size_t errlen)
+static const struct net_backend_ops user_ops;
+
+struct net_backend *net_user_new(const struct net_user_options *o, const struct net_client *nic,
+                                 char *err, size_t errlen)
 {
-    struct net_backend *b = calloc(1, sizeof *b);
+    struct user *b = calloc(1, sizeof *b);
     if (b == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    b->rx = rx;
-    b->rx_opaque = rx_opaque;
+    b->base = (struct net_backend){ &user_ops, *nic };
     SlirpConfig cfg = { .version = 1, .restricted = o->restrict_, .in_enabled = true };
     inet_pton(AF_INET, SLIRP_NET, &cfg.vnetwork);
     inet_pton(AF_INET, SLIRP_MASK, &cfg.vnetmask);
@@ -145,21 +147,22 @@ struct net_backend *net_user_new(const struct net_user_options *o, net_receive_f
         if (slirp_add_hostfwd(b->slirp, f->udp, host, f->host_port, to, f->guest_port) < 0) {
             snprintf(err, errlen, "cannot forward host %s port %u (is it in use?)",
                      f->udp ? "UDP" : "TCP", f->host_port);
-            net_backend_free(b);
+            net_backend_free(&b->base);
             return NULL;
         }
     }
-    return b;
+    return &b->base;
 }
 
-void net_backend_send(struct net_backend *b, const uint8_t *frame, size_t len)
+static void user_send(struct net_backend *base, const uint8_t *frame, size_t len)
 {
+    struct user *b = (struct user *)base;
     slirp_input(b->slirp, frame, (int)len);
 }
 
 static int add_poll(int fd, int events, void *opaque)
 {
-    struct net_backend *b = opaque;
+    struct user *b = opaque;
     if (b->end == b->max)
         return -1;                      /* not polled this round; libslirp tries again next time */
     short ev = (short)((events & SLIRP_POLL_IN ? POLLIN : 0) | (events & SLIRP_POLL_OUT ? POLLOUT : 0) |
@@ -170,7 +173,7 @@ static int add_poll(int fd, int events, void *opaque)
 
 static int get_revents(int idx, void *opaque)
 {
-    struct net_backend *b = opaque;
+    struct user *b = opaque;
     if (idx < (int)b->first || idx >= (int)b->end)
         return 0;
     short r = b->pfd[idx].revents;
@@ -179,9 +182,10 @@ static int get_revents(int idx, void *opaque)
            (r & POLLHUP ? SLIRP_POLL_HUP : 0);
 }
 
-void net_backend_fill(struct net_backend *b, struct pollfd *pfd, unsigned *n, unsigned max,
+static void user_fill(struct net_backend *base, struct pollfd *pfd, unsigned *n, unsigned max,
                       uint64_t *deadline_ns)
 {
+    struct user *b = (struct user *)base;
     b->pfd = pfd;
     b->first = b->end = *n;
     b->max = max;
@@ -199,8 +203,9 @@ void net_backend_fill(struct net_backend *b, struct pollfd *pfd, unsigned *n, un
     }
 }
 
-void net_backend_dispatch(struct net_backend *b)
+static void user_dispatch(struct net_backend *base)
 {
+    struct user *b = (struct user *)base;
     slirp_pollfds_poll(b->slirp, 0, get_revents, b);
     int64_t now_ms = clock_ns(NULL) / 1000000;
     /* A callback may arm, disarm or free timers: one due timer per pass, from the top. */
@@ -219,13 +224,19 @@ void net_backend_dispatch(struct net_backend *b)
     b->first = b->end = b->max = 0;
 }
 
-void net_backend_free(struct net_backend *b)
+static void user_free(struct net_backend *base)
 {
-    if (b == NULL)
-        return;
+    struct user *b = (struct user *)base;
     if (b->slirp)
         slirp_cleanup(b->slirp);
     while (b->timers)
         timer_free(b->timers, b);
     free(b);
 }
+
+static const struct net_backend_ops user_ops = {
+    .send = user_send,
+    .fill = user_fill,
+    .dispatch = user_dispatch,
+    .free = user_free,
+};

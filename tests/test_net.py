@@ -1,8 +1,10 @@
-"""virtio-net (virtio/net.c) on user-mode networking (net/user.c, libslirp), with the default
-guest: its /init brings eth0 up by DHCP. Each test runs in both isolation modes.
+"""virtio-net (virtio/net.c) on user-mode networking (net/user.c, libslirp) and on QEMU's stream
+protocol (net/stream.c), with the default guest: its /init brings eth0 up by DHCP. Each test
+runs in both isolation modes. tests/unit/test_net_stream.c feeds the stream backend bad frames.
 """
 import functools
 import hashlib
+import os
 import http.server
 import socket
 import subprocess
@@ -110,8 +112,93 @@ def test_net_none_leaves_no_nic():
     assert ok("ls /sys/class/net", "--net", "none") == "lo\n"
 
 
+# Two guests on one stream: the server's address, and how the client waits for it to listen.
+LAN = "ip addr add 192.168.7.{}/24 dev eth0"
+WAIT_FOR_PEER = "until ping -c 1 -W 1 192.168.7.1 >/dev/null; do :; done; sleep 1"
+PATTERN = b"0123456789abcdef\n"
+# Wait (at most 30 s) for the peer to go, then show the carrier.
+CARRIER_GONE = ("for i in $(seq 300); do [ $(cat /sys/class/net/eth0/carrier) = 0 ] && break; "
+                "sleep 0.1; done; cat /sys/class/net/eth0/carrier")
+
+
+def pattern_sha256(size):
+    data = PATTERN * (size // len(PATTERN) + 1)
+    return hashlib.sha256(data[:size]).hexdigest()
+
+
+def send_pattern(size, port):
+    return f"yes 0123456789abcdef | head -c {size} | nc 192.168.7.1 {port}"
+
+
+def wait_for_socket(path, p, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(path), p.stderr.read() if p.poll() is not None else "no socket"
+
+
+def test_two_guests_on_a_stream_ping_and_move_64_mib(tmp_path):
+    """--net stream,server=on in one ring3, --net stream in another: ping both ways, and
+    64 MiB from the client to the server with nc, checksummed on both ends. When the server's
+    ring3 ends, the client's link goes down (its carrier: 1, then 0)."""
+    sock = str(tmp_path / "lan.sock")
+    size = 64 << 20
+    server = subprocess.Popen(
+        [RING3, "run", *ISOLATION, "--net", f"stream,path={sock},server=on", "--cmd",
+         f"{LAN.format(1)}; nc -l -p 5000 | sha256sum; "
+         "ping -c 2 192.168.7.2 | grep -c 'bytes from'"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        wait_for_socket(sock, server)
+        client = guest(f"{LAN.format(2)}; {WAIT_FOR_PEER}; cat /sys/class/net/eth0/carrier; "
+                       f"{send_pattern(size, 5000)}; {CARRIER_GONE}",
+                       "--net", f"stream,path={sock}", timeout=BOOT_TIMEOUT + 120)
+        out, err = server.communicate(timeout=BOOT_TIMEOUT)
+    finally:
+        server.kill()
+    assert client.returncode == 0 and client.stdout.endswith("1\n0\n"), client.stdout + client.stderr
+    assert server.returncode == 0, err
+    assert out.split() == [pattern_sha256(size), "-", "2"], out + err
+    assert not os.path.exists(sock), "the server's socket file outlives it"
+
+
+@pytest.mark.skipif(not qemu_guest.KERNEL.exists(), reason="make guest-kernel-plain builds it")
+def test_a_ring3_guest_and_a_qemu_guest_on_a_stream(tmp_path):
+    """ring3 listens with --net stream,server=on; qemu-system-i386 joins with its own
+    -netdev stream. 16 MiB from ring3 to QEMU (QEMU TCG is the slow end), checksummed."""
+    sock = str(tmp_path / "lan.sock")
+    size = 16 << 20
+    server = subprocess.Popen(
+        [RING3, "run", *ISOLATION, "--net", f"stream,path={sock},server=on", "--cmd",
+         f"{LAN.format(2)}; until ping -c 1 -W 1 192.168.7.1 >/dev/null; do :; done; "
+         f"sleep 2; {send_pattern(size, 5001)}; {CARRIER_GONE}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        wait_for_socket(sock, server)
+        qemu = qemu_guest.run(
+            f"{LAN.format(1)}; nc -l -p 5001 | sha256sum; ping -c 2 192.168.7.2 | grep -c 'bytes from'",
+            nic=["-netdev", f"stream,id=lan,server=off,addr.type=unix,addr.path={sock}",
+                 "-device", "virtio-net-pci,netdev=lan"], timeout=300)
+        out, err = server.communicate(timeout=BOOT_TIMEOUT)
+    finally:
+        server.kill()
+    assert (qemu.output.split(), qemu.status) == ([pattern_sha256(size), "-", "2"], 0), qemu.output
+    assert server.returncode == 0 and out.endswith("0\n"), out + err
+
+
+def test_a_stream_client_needs_its_server(tmp_path):
+    p = guest("true", "--net", f"stream,path={tmp_path}/nobody.sock", timeout=30)
+    assert p.returncode != 0 and "cannot connect to" in p.stderr, p.stderr
+    assert "server=on" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
 @pytest.mark.parametrize("value, says", [
-    ("bogus", "the backend is 'user' or 'none'"),
+    ("bogus", "the backend is 'user', 'stream' or 'none'"),
+    ("stream", "needs either path=SOCKET or port=PORT"),
+    ("stream,path=/tmp/x,port=5", "needs either path=SOCKET or port=PORT"),
+    ("stream,port=5,server=yes", "is not path=SOCKET"),
+    ("stream,port=0", "is not path=SOCKET"),
+    ("stream,path=/tmp/x,host=h", "host= goes with port="),
     ("user,hostfwd=tcp::70000-:22", "is not hostfwd="),
     ("user,hostfwd=tcp::2222", "is not hostfwd="),
     ("user,mac=01:00:5e:00:00:01", "is not hostfwd="),

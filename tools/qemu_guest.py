@@ -35,13 +35,14 @@ class Result:
     boot_seconds: float  # from starting QEMU to /init's begin marker
 
 
-def run(command, accel="tcg", timeout=300, disk=None, memory="256M", initramfs=INITRAMFS, net=()):
+def run(command, accel="tcg", timeout=300, disk=None, memory="256M", initramfs=INITRAMFS, net=(),
+        nic=None):
     """Run (command) in the guest under qemu-system-i386 -accel (accel). With (disk), a raw
     image as the first virtio disk with snapshot=on, and the guest's root on it (what
     `ring3 run --disk DISK,snapshot=on --append root=/dev/vda` gives). (initramfs) is ring3's
     initramfs or one that extends it. The guest has ring3's default NIC, virtio-net on user-mode
-    networking; (net) adds options to it (e.g. "hostfwd=tcp::8080-:80"). Raises RuntimeError
-    saying what happened when the
+    networking; (net) adds options to it (e.g. "hostfwd=tcp::8080-:80"), and (nic), QEMU's
+    arguments for another NIC, replaces it. Raises RuntimeError saying what happened when the
     command's end marker does not arrive within (timeout) s."""
     token = os.urandom(8).hex()
     begin, end = f"{token}-begin".encode(), f"{token}-end ".encode()
@@ -55,7 +56,8 @@ def run(command, accel="tcg", timeout=300, disk=None, memory="256M", initramfs=I
         start = time.monotonic()
         drive = ["-drive", f"file={disk},format=raw,if=virtio,snapshot=on"] if disk else []
         # the NIC ring3 gives by default: virtio-net on user-mode networking (hostfwd: more)
-        nic = ["-nic", ",".join(["user,model=virtio-net-pci", *net])]
+        if nic is None:
+            nic = ["-nic", ",".join(["user,model=virtio-net-pci", *net])]
         root = " root=/dev/vda" if disk else ""
         p = subprocess.Popen(["qemu-system-i386", "-accel", accel, "-m", memory, "-nographic",
                               "-no-reboot", "-monitor", "none", "-kernel", str(KERNEL),

@@ -6,7 +6,9 @@
  * either, so frames are whole and checksummed both ways. A transmitted chain is sent to
  * the backend before the notifying `out` returns. A frame for the guest takes the next
  * receive chain; while the driver has posted none, up to RX_BACKLOG frames wait for its
- * next notification (TCP through the backend would otherwise retransmit after a loss).
+ * next notification (TCP through the backend would otherwise retransmit after a loss);
+ * beyond that a backend that can (a stream) keeps its frames until the driver posts more.
+ * The backend's link state is STATUS's LINK_UP bit.
  */
 #include "net.h"
 
@@ -93,12 +95,14 @@ static void rx_flush(struct virtio_net *n)
         virtio_pci_interrupt(n->vp);
 }
 
-static void receive(void *opaque, const uint8_t *frame, size_t len)
+/* A frame from the backend. False when neither a receive chain nor the backlog
+ * has room: a backend that can keeps it for net_backend_resume(). */
+static bool receive(void *opaque, const uint8_t *frame, size_t len)
 {
     struct virtio_net *n = opaque;
     if (virtio_pci_broken(n->vp) || !virtio_pci_driver_ok(n->vp) || len > NET_MAX_FRAME) {
         n->dropped++;
-        return;
+        return true;
     }
     if (n->count == 0) {
         bool interrupt = false;
@@ -106,21 +110,31 @@ static void receive(void *opaque, const uint8_t *frame, size_t len)
         if (interrupt)
             virtio_pci_interrupt(n->vp);
         if (r != 0)
-            return;
+            return true;
     }
-    if (n->count == RX_BACKLOG) {
-        n->dropped++;
-        return;
-    }
+    if (n->count == RX_BACKLOG)
+        return false;
     struct frame *f = &n->backlog[(n->head + n->count) % RX_BACKLOG];
     f->data = malloc(len);
     if (f->data == NULL) {
         n->dropped++;
-        return;
+        return true;
     }
     memcpy(f->data, frame, len);
     f->len = len;
     n->count++;
+    return true;
+}
+
+/* Virtio 1.2, 5.1.4: STATUS's LINK_UP bit, and a configuration interrupt when it changes. */
+static void link_changed(void *opaque, bool up)
+{
+    struct virtio_net *n = opaque;
+    uint8_t status = up ? NET_S_LINK_UP : 0;
+    if (n->config[6] == status)
+        return;
+    n->config[6] = status;
+    virtio_pci_config_changed(n->vp);
 }
 
 /* Each transmitted chain: the device-readable bytes, header first, to the backend. */
@@ -161,8 +175,11 @@ static void net_notify(void *opaque, struct virtio_pci *vp, unsigned index)
     (void)vp;
     if (index == TX_QUEUE)
         tx_all(n);
-    else
+    else if (index == RX_QUEUE) {
         rx_flush(n);
+        if (n->count < RX_BACKLOG && n->backend)
+            net_backend_resume(n->backend);
+    }
 }
 
 struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
@@ -175,7 +192,7 @@ struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
         return NULL;
     snprintf(n->who, sizeof n->who, "virtio-net %s", name);
     memcpy(n->config, mac, 6);
-    n->config[6] = NET_S_LINK_UP;
+    n->config[6] = NET_S_LINK_UP;     /* until the backend says otherwise */
     const struct virtio_device dev = {
         .name = n->who,
         .pci_device_id = 0x1000,
@@ -196,9 +213,9 @@ struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
     return n;
 }
 
-net_receive_fn *virtio_net_receiver(void)
+struct net_client virtio_net_client(struct virtio_net *n)
 {
-    return receive;
+    return (struct net_client){ receive, link_changed, n };
 }
 
 void virtio_net_attach(struct virtio_net *n, struct net_backend *backend)

@@ -19,8 +19,8 @@ struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
                                    struct irq_line *irq, uint8_t irq_num,
                                    const uint8_t mac[6], const char *name);
 
-/* The function a backend calls with a frame for the NIC (its opaque: the NIC). */
-net_receive_fn *virtio_net_receiver(void);
+/* The NIC as its backend sees it: frames for the guest, and the link. */
+struct net_client virtio_net_client(struct virtio_net *n);
 
 /* Where the guest's frames go from now on (NULL: dropped). */
 void virtio_net_attach(struct virtio_net *n, struct net_backend *backend);

@@ -25,6 +25,7 @@
 #define REG_CONFIG          0x14
 
 #define ISR_QUEUE           1u
+#define ISR_CONFIG          2u
 #define STATUS_DRIVER_OK    4u       /* virtio 1.2, 2.1 */
 
 /* PCI Local Bus Specification 3.0, 6.2.2-6.2.5. */
@@ -256,6 +257,14 @@ uint32_t virtio_pci_features(const struct virtio_pci *vp)
 void virtio_pci_interrupt(struct virtio_pci *vp)
 {
     vp->isr |= ISR_QUEUE;
+    update_irq(vp);
+}
+
+void virtio_pci_config_changed(struct virtio_pci *vp)
+{
+    if (!virtio_pci_driver_ok(vp))
+        return;                 /* the driver reads the configuration as it sets up */
+    vp->isr |= ISR_CONFIG;
     update_irq(vp);
 }
 

@@ -56,6 +56,11 @@ uint32_t virtio_pci_features(const struct virtio_pci *vp);
  * (virtio 1.2, 4.1.4.5; it stays asserted until the driver reads the ISR). */
 void virtio_pci_interrupt(struct virtio_pci *vp);
 
+/* The device configuration changed (a NIC's link status): set the ISR's
+ * configuration bit and assert INTA# (virtio 1.2, 4.1.4.5), once the driver is
+ * running; before that it reads the configuration as it sets the device up. */
+void virtio_pci_config_changed(struct virtio_pci *vp);
+
 /* The driver broke the rules ((why) says how): the
  * device stops taking requests until the driver resets it, as QEMU's
  * virtio_error() does. The legacy interface has no NEEDS_RESET status bit

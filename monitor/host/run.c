@@ -61,6 +61,8 @@ _Noreturn void monitor_exit(struct vcpu *v, int status)
     }
     if (stats_enabled)
         stats_report(stderr, seconds_since(v->start_ns));
+    if (v->plat)
+        platform_net_close(v->plat);
     exit(status);
 }
 
