@@ -1,6 +1,7 @@
 /* Unit test of --net stream (net/stream.c): qemu's framing both ways, a hostile peer's bad
  * frames, the link as peers come and go (server and client), a NIC with no room, stale
  * socket files. The test plays the peer on real UNIX sockets. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -278,6 +279,44 @@ static void test_client(const char *path)
     unlink(path);
 }
 
+/* Over TCP, two backends are each other's peer: a frame from one reaches the other whole. */
+static void test_tcp_pair(void)
+{
+    nic_reset();
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    int probe = socket(AF_INET, SOCK_STREAM, 0);
+    bind(probe, (struct sockaddr *)&a, sizeof a);
+    getsockname(probe, (struct sockaddr *)&a, &len);
+    close(probe);
+    struct net_stream_options o = { .server = true, .host = "127.0.0.1", .port = ntohs(a.sin_port) };
+    char err[200] = "";
+    struct net_backend *server = net_stream_new(&o, &client, err, sizeof err);
+    CHECK(server != NULL);
+    if (server == NULL) {
+        fprintf(stderr, "%s\n", err);
+        return;
+    }
+    o.server = false;
+    struct net_backend *other = net_stream_new(&o, &client, err, sizeof err);
+    CHECK(other != NULL);
+    if (other == NULL) {
+        net_backend_free(server);
+        return;
+    }
+    pump_until(server, &nic.link, 1, 1000);
+    uint8_t frame[1514];
+    for (size_t i = 0; i < sizeof frame; i++)
+        frame[i] = (uint8_t)i;
+    net_backend_send(other, frame, sizeof frame);
+    pump_frames(server, 1);
+    CHECK_EQ(nic.nframes, 1);
+    CHECK_EQ(nic.len[0], sizeof frame);
+    CHECK(memcmp(nic.frame[0], frame, 256) == 0);
+    net_backend_free(other);
+    net_backend_free(server);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/ring3-stream-XXXXXX";
@@ -288,6 +327,7 @@ int main(void)
     test_server(path);
     test_stale_and_foreign_files(path);
     test_client(path);
+    test_tcp_pair();
     rmdir(dir);
     return check_done();
 }
