@@ -14,7 +14,8 @@ JOBS     ?= $(shell nproc)
 # Debian packages, installed when missing (tools/install-deps.sh is idempotent and quick when done).
 DEPS := gcc gcc-multilib binutils make python3 python3-pytest python3-capstone libcapstone-dev libslirp-dev \
         qemu-system-x86 linux-source-6.12 busybox-static:i386 python3-matplotlib \
-        bison flex bc libelf-dev libssl-dev cpio xz-utils mmdebstrap arch-test e2fsprogs
+        bison flex bc libelf-dev libssl-dev cpio xz-utils mmdebstrap arch-test e2fsprogs \
+        openssh-client iperf3
 
 .PHONY: all deps test run bench clean
 all: $(BIN)/ring3 $(BIN)/ring3-as
@@ -47,6 +48,8 @@ RUN_ARGS := --disk $(B)/rootfs.img --append root=/dev/vda
 else ifneq ($(ROOT),)
 $(error ROOT=$(ROOT): the only other root is ROOT=debian)
 endif
+# NET=...: the guest's --net (e.g. NET=user,hostfwd=tcp:127.0.0.1:2222-:22).
+NET ?=
 run: all initramfs $(RUN_DEPS)
 	@$(MAKE) --no-print-directory $(if $(wildcard $(B)/guest/bzImage),GUEST_FORCE=) guest-kernel
-	$(BIN)/ring3 run $(RUN_ARGS)
+	$(BIN)/ring3 run $(RUN_ARGS) $(if $(NET),--net $(NET))

@@ -29,6 +29,8 @@ IMAGE_SIZE=2G
 # xz-utils: tar needs xz for the .tar.xz; e2fsprogs: fsck.ext4 for checkroot.sh; gdb and
 # strace: debuggers inside the guest (tests/test_debian.py).
 PACKAGES=gcc,make,patch,libc6-dev,sysvinit-core,e2fsprogs,procps,xz-utils,gdb,strace
+# the network: DHCP at boot, ssh in, and what measures it
+PACKAGES=$PACKAGES,ifupdown,isc-dhcp-client,openssh-server,iputils-ping,iperf3
 # Boot scripts that have nothing to do in ring3's guest: no RTC device (hwclock.sh), no
 # configfs (mount-configfs), no backlight (brightness). There is no udev, kmod or networking
 # script to remove: minbase has none of them.
@@ -170,7 +172,15 @@ install -m 644 "$here/fstab" "$new/etc/fstab"
 install -m 644 "$here/e2fsck.conf" "$new/etc/e2fsck.conf"
 echo ring3 > "$new/etc/hostname"
 printf '127.0.0.1\tlocalhost\n127.0.1.1\tring3\n' > "$new/etc/hosts"
-rm -f "$new/etc/resolv.conf"                    # the host's; the guest has no network
+rm -f "$new/etc/resolv.conf"                    # the host's; dhclient writes the guest's
+install -m 644 "$here/interfaces" "$new/etc/network/interfaces"
+install -m 644 "$here/dhclient.conf" "$new/etc/dhcp/dhclient.conf"
+# ssh as root with a key (Debian's sshd allows root no password): the public keys of the
+# user who builds the image, if any (~/.ssh/id_*.pub), for `ssh -p 2222 root@localhost`.
+home=$(getent passwd "${SUDO_USER:-root}" | cut -d: -f6)
+install -d -m 700 "$new/root/.ssh"
+cat "$home"/.ssh/id_*.pub > "$new/root/.ssh/authorized_keys" 2>/dev/null || true
+chmod 600 "$new/root/.ssh/authorized_keys"
 for s in $RC_REMOVE; do
     in_root update-rc.d -f "$s" remove
 done

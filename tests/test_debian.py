@@ -6,8 +6,10 @@ import hashlib
 import os
 import pty
 import select
+import socket
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
@@ -208,3 +210,82 @@ def test_strace_of_a_pipeline():
     # `write(1, "ring3\\n", 6 <unfinished ...>` and `<... write resumed>) = 6`.
     assert 'write(1, "ring3\\n", 6' in out and 'write(1, "Ring3\\n", 6' in out, out
     assert "+++ exited with 0 +++" in out, out
+
+
+# ---- the network (issue 18): DHCP at boot, ssh in through hostfwd, apt from the mirror ----
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_dhcp_at_boot_and_ping_the_host():
+    """Debian's networking script brings eth0 up by DHCP (ifupdown, dhclient); iputils ping
+    reaches the user network's host address."""
+    out = ok("ip -4 -br addr show eth0 | tr -s ' '; cat /etc/resolv.conf | grep nameserver; "
+             "ping -c 2 -q 10.0.2.2 | grep -o '2 received'", f"{IMAGE},snapshot=on")
+    assert out == "eth0 UP 10.0.2.15/24 \nnameserver 10.0.2.3\n2 received\n", out
+
+
+def test_ssh_into_the_root_through_hostfwd(tmp_path):
+    """The host's own ssh client runs a command in the guest's sshd through
+    --net user,hostfwd=tcp:127.0.0.1:PORT-:22, as root with a key the guest was given."""
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+    public = (tmp_path / "key.pub").read_text().strip()
+    port = free_port()
+    guest = subprocess.Popen(
+        [RING3, "run", "--disk", f"{IMAGE},snapshot=on", *DEBIAN,
+         "--net", f"user,hostfwd=tcp:127.0.0.1:{port}-:22", "--cmd",
+         f"echo '{public}' >> /root/.ssh/authorized_keys; "
+         "for i in $(seq 1200); do [ -s /tmp/done ] && break; sleep 0.1; done; cat /tmp/done"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    ssh = ["ssh", "-p", str(port), "-i", str(key), "-o", "BatchMode=yes",
+           "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+           "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", "root@127.0.0.1",
+           "uname -m; echo by-ssh > /tmp/done"]
+    try:
+        deadline, p = time.monotonic() + TIMEOUT, None
+        while time.monotonic() < deadline and guest.poll() is None:
+            p = subprocess.run(ssh, capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+            if p.returncode == 0:
+                break
+            time.sleep(0.5)
+        out, err = guest.communicate(timeout=TIMEOUT)
+    finally:
+        guest.kill()
+    assert p is not None and p.returncode == 0, (p and p.stderr, err)
+    assert p.stdout == "i686\n", p.stdout
+    assert guest.returncode == 0 and out == "by-ssh\n", out + err
+
+
+def mirror():
+    """The first mirror the root's apt names (make rootfs wrote the system's), or None."""
+    sources = BUILD / "rootfs" / "tree" / "etc" / "apt" / "sources.list"
+    for line in sources.read_text().splitlines() if sources.exists() else []:
+        words = line.split()
+        if len(words) >= 3 and words[0] == "deb":
+            return f"{words[1]}/dists/{words[2]}/Release"
+    return None
+
+
+def mirror_reachable():
+    url = mirror()
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status == 200
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def test_apt_get_install_from_the_mirror():
+    """apt-get update and install in the guest, through user-mode networking and DNS, from
+    the mirror make rootfs used; the installed program runs."""
+    if not mirror_reachable():
+        pytest.skip(f"the mirror of the root's apt ({mirror()}) does not answer from this host")
+    out = ok("apt-get -q update >/dev/null 2>&1 && "
+             "DEBIAN_FRONTEND=noninteractive apt-get -q -y install hello >/dev/null 2>&1 && hello",
+             f"{IMAGE},snapshot=on")
+    assert out == "Hello, world!\n", out
