@@ -251,9 +251,11 @@ def main():
     (BENCH / "results-table2.json").write_text(json.dumps(record, indent=1) + "\n")
     results_md = BENCH / "RESULTS.md"
     text = results_md.read_text() if results_md.exists() else ""
+    after = ""                          # the sections after this one (the network table)
     if SECTION in text:
-        text = text[:text.index(SECTION)]
-    results_md.write_text(text.rstrip("\n") + "\n\n" + markdown(record, started))
+        text, rest = text.split(SECTION, 1)
+        after = rest[rest.index("\n# "):] if "\n# " in rest else ""
+    results_md.write_text(text.rstrip("\n") + "\n\n" + markdown(record, started) + after)
     print(markdown(record, started))
 
 

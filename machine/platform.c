@@ -46,7 +46,8 @@ static int attach_nics(struct platform *p, const struct platform_config *cfg, ui
         snprintf(name, sizeof name, "eth%u", i);
         p->nic[i] = virtio_net_init(p->pci, p->io, cfg->gm, NIC_FIRST_SLOT + i,
                                     (uint16_t)(NIC_FIRST_PORT + DISK_PORT_STEP * i),
-                                    pic_irq(p->pic, nic_irq[i]), nic_irq[i], spec->mac, name);
+                                    pic_irq(p->pic, nic_irq[i]), nic_irq[i], spec->mac, spec->mtu,
+                                    name);
         if (p->nic[i] == NULL) {
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -56,8 +57,7 @@ static int attach_nics(struct platform *p, const struct platform_config *cfg, ui
         struct net_client client = virtio_net_client(p->nic[i]);
         p->backend[i] = net_backend_new(spec, &client, why, sizeof why);
         if (p->backend[i] == NULL) {
-            snprintf(err, errlen, "--net %s (%s): %s", spec->kind == NET_USER ? "user" : "stream",
-                     name, why);
+            snprintf(err, errlen, "--net %s (%s): %s", net_kind_name(spec->kind), name, why);
             return -1;
         }
         virtio_net_attach(p->nic[i], p->backend[i]);

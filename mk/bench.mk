@@ -4,7 +4,9 @@
 #                     (bench/table.py: bench/RESULTS.md, results.json, results.png), then its
 #                     Table 2, GNU patch built in the Debian root, and a disk read (bench/table2.py:
 #                     its section of RESULTS.md, results-table2.json), then the per-event costs
-#                     of the monitor against QEMU (bench/run.py)
+#                     of the monitor against QEMU (bench/run.py), then the network table: iperf3
+#                     and ping through user-mode networking and between two guests on a stream
+#                     (bench/table_net.py: its section of RESULTS.md, results-net.json)
 #   make bench-quick  each benchmark program once, on ring3 only: a smoke test of the harness
 #
 # The programs (bench/programs/<name>.c) are built for i386 (the guest's initramfs puts them in
@@ -45,6 +47,7 @@ bench: all guest-kernel guest-kernel-plain guest-kernel-insert initramfs bench-p
 	$(PYTHON) bench/table.py
 	$(PYTHON) bench/table2.py
 	$(PYTHON) bench/run.py
+	$(PYTHON) bench/table_net.py
 
 bench-quick: all guest-kernel initramfs bench-programs
 	$(PYTHON) bench/table.py --quick

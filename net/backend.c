@@ -11,9 +11,18 @@ struct net_backend *net_backend_new(const struct net_spec *spec, const struct ne
         return net_user_new(&spec->user, nic, err, errlen);
     case NET_STREAM:
         return net_stream_new(&spec->stream, nic, err, errlen);
+    case NET_TAP:
+        return net_tap_new(&spec->tap, nic, err, errlen);
     }
     snprintf(err, errlen, "no such backend");
     return NULL;
+}
+
+const char *net_kind_name(enum net_kind kind)
+{
+    static const char *const names[] = { [NET_USER] = "user", [NET_STREAM] = "stream",
+                                          [NET_TAP] = "tap" };
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
 void net_backend_send(struct net_backend *b, const uint8_t *frame, size_t len)

@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #define NET_MAX_FRAME   65550u      /* QEMU's limit on a frame (NET_BUFSIZE less its slack) */
+#define NET_MAX_MTU     65520u      /* libslirp's largest (and slirp4netns's choice) */
+#define NET_MIN_MTU     68u         /* IPv4's smallest (RFC 791) */
 #define NET_MAX_HOSTFWD 8
 #define NET_PATH_BYTES  108         /* sizeof sun_path */
 
@@ -34,6 +36,7 @@ struct net_hostfwd {
 /* What --net user gives. */
 struct net_user_options {
     int restrict_;                  /* restrict=on: the guest reaches nothing but the forwards */
+    uint16_t mtu;                   /* libslirp's MTU and MRU: the NIC's */
     unsigned nhostfwd;
     struct net_hostfwd hostfwd[NET_MAX_HOSTFWD];
 };
@@ -47,14 +50,24 @@ struct net_stream_options {
     uint16_t port;
 };
 
+/* What --net tap gives: the host's TAP device by name. */
+struct net_tap_options {
+    char ifname[16];                /* IFNAMSIZ */
+};
+
 /* A NIC as the options give it: its address and what it is joined to. */
-enum net_kind { NET_USER, NET_STREAM };
+enum net_kind { NET_USER, NET_STREAM, NET_TAP };
 struct net_spec {
     enum net_kind kind;
     uint8_t mac[6];
+    uint16_t mtu;                   /* the guest's: 65520 on user, else Ethernet's 1500 */
     struct net_user_options user;
     struct net_stream_options stream;
+    struct net_tap_options tap;
 };
+
+/* "user", "stream", "tap": the kind as --net spells it. */
+const char *net_kind_name(enum net_kind kind);
 
 /* --net's value for NIC number (index) into (spec), its MAC qemu's
  * 52:54:00:12:34:56 plus (index) unless given. Returns 0, or 2 after one line
@@ -90,6 +103,10 @@ struct net_backend *net_user_new(const struct net_user_options *o, const struct 
  * frame, over a UNIX or TCP socket. The link is up while a peer is connected. */
 struct net_backend *net_stream_new(const struct net_stream_options *o, const struct net_client *nic,
                                    char *err, size_t errlen);
+
+/* A TAP device of the host (IFF_TAP, IFF_NO_PI), as qemu's -netdev tap,ifname=. */
+struct net_backend *net_tap_new(const struct net_tap_options *o, const struct net_client *nic,
+                                char *err, size_t errlen);
 
 /* A frame from the NIC (the guest sent it). */
 void net_backend_send(struct net_backend *b, const uint8_t *frame, size_t len);

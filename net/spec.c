@@ -1,5 +1,5 @@
 /* --net as qemu's -nic spells it: user[,hostfwd=PROTO:[ADDR]:PORT-[ADDR]:PORT][,restrict=on][,mac=MAC],
- * or stream,path=SOCKET|host=HOST,port=PORT[,server=on][,mac=MAC]. */
+ * stream,path=SOCKET|host=HOST,port=PORT[,server=on][,mac=MAC], or tap,ifname=NAME[,mac=MAC]. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,9 +103,29 @@ static int user_flag(struct net_user_options *o, const char *key, const char *va
     return -1;
 }
 
+static int tap_flag(struct net_tap_options *o, const char *key, const char *value)
+{
+    if (!strcmp(key, "ifname"))
+        return !*value || snprintf(o->ifname, sizeof o->ifname, "%s", value) >= (int)sizeof o->ifname;
+    return -1;
+}
+
+static int parse_mtu(const char *s, uint16_t *mtu)
+{
+    char *end;
+    unsigned long n = strtoul(s, &end, 10);
+    if (*s < '0' || *s > '9' || *end || n < NET_MIN_MTU || n > NET_MAX_MTU)
+        return -1;
+    *mtu = (uint16_t)n;
+    return 0;
+}
+
 static const char *const usage[] = {
-    [NET_USER] = "hostfwd=tcp|udp:[ADDR]:PORT-[ADDR]:PORT (at most 8), restrict=on|off or mac=52:54:00:xx:xx:xx",
-    [NET_STREAM] = "path=SOCKET, host=HOST, port=PORT, server=on|off or mac=52:54:00:xx:xx:xx",
+    [NET_USER] = "hostfwd=tcp|udp:[ADDR]:PORT-[ADDR]:PORT (at most 8), restrict=on|off, "
+                 "mtu=68..65520 or mac=52:54:00:xx:xx:xx",
+    [NET_STREAM] = "path=SOCKET, host=HOST, port=PORT, server=on|off, mtu=68..65520 or "
+                   "mac=52:54:00:xx:xx:xx",
+    [NET_TAP] = "ifname=NAME (at most 15 characters), mtu=68..65520 or mac=52:54:00:xx:xx:xx",
 };
 
 int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec)
@@ -118,9 +138,14 @@ int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec)
         spec->kind = NET_USER;
     else if (n == 6 && !strncmp(arg, "stream", n))
         spec->kind = NET_STREAM;
+    else if (n == 3 && !strncmp(arg, "tap", n))
+        spec->kind = NET_TAP;
     else
-        return bad_input("--net '%s': the backend is 'user', 'stream' or 'none' (e.g. --net "
+        return bad_input("--net '%s': the backend is 'user', 'stream', 'tap' or 'none' (e.g. --net "
                          "user,hostfwd=tcp::2222-:22 or --net stream,path=/tmp/net.sock,server=on)", arg);
+    /* user-mode networking ends in this process, so its frames may be as large as libslirp
+     * takes; a stream's or a TAP's peer expects Ethernet's, unless told otherwise */
+    spec->mtu = spec->kind == NET_USER ? NET_MAX_MTU : 1500;
     for (const char *p = arg + n; *p == ','; ) {
         const char *flag = p + 1;
         size_t len = strcspn(flag, ",");
@@ -132,15 +157,22 @@ int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec)
             *value++ = '\0';
             if (!strcmp(buf, "mac"))
                 bad = parse_mac(value, spec->mac);
+            else if (!strcmp(buf, "mtu"))
+                bad = parse_mtu(value, &spec->mtu);
             else if (spec->kind == NET_USER)
                 bad = user_flag(&spec->user, buf, value);
-            else
+            else if (spec->kind == NET_STREAM)
                 bad = stream_flag(&spec->stream, buf, value);
+            else
+                bad = tap_flag(&spec->tap, buf, value);
         }
         if (bad)
             return bad_input("--net '%s': '%.*s' is not %s", arg, (int)len, flag, usage[spec->kind]);
         p = flag + len;
     }
+    spec->user.mtu = spec->mtu;
+    if (spec->kind == NET_TAP && !spec->tap.ifname[0])
+        return bad_input("--net '%s': a TAP device needs ifname=NAME (e.g. --net tap,ifname=tap0)", arg);
     struct net_stream_options *o = &spec->stream;
     if (spec->kind == NET_STREAM && !o->path[0] == !o->port)
         return bad_input("--net '%s': a stream needs either path=SOCKET or port=PORT (with host=HOST, "

@@ -127,7 +127,8 @@ struct net_backend *net_user_new(const struct net_user_options *o, const struct 
         return NULL;
     }
     b->base = (struct net_backend){ &user_ops, *nic };
-    SlirpConfig cfg = { .version = 1, .restricted = o->restrict_, .in_enabled = true };
+    SlirpConfig cfg = { .version = 1, .restricted = o->restrict_, .in_enabled = true,
+                        .if_mtu = o->mtu, .if_mru = o->mtu };
     inet_pton(AF_INET, SLIRP_NET, &cfg.vnetwork);
     inet_pton(AF_INET, SLIRP_MASK, &cfg.vnetmask);
     inet_pton(AF_INET, SLIRP_HOST, &cfg.vhost);

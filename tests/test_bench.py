@@ -140,3 +140,30 @@ def test_bench_quick():
                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"all {len(table.PROGRAMS)} programs ran on ring3" in p.stdout
+
+
+# ---- bench/table_net.py, the network table ----
+
+import table_net  # noqa: E402
+
+
+def test_net_results_parse_iperf3_and_ping():
+    pings = "".join(f"64 bytes from 10.0.2.2: icmp_seq={i} ttl=255 time=0.{i % 5 + 1}00 ms\n"
+                    for i in range(table_net.PINGS))
+    out = ("noise\nTX\n[  5]   0.00-10.00  sec  1.26 GBytes  1080 Mbits/sec                  receiver\n"
+           "RX\r\n[  5]   0.00-10.00  sec  5.7 GBytes  4900 Mbits/sec    0             receiver\n"
+           "PING\n" + pings)
+    assert table_net.results(out) == {"tx": 1.08, "rx": 4.9, "rtt": 300.0}
+
+
+def test_net_results_refuse_a_missing_part():
+    with pytest.raises(RuntimeError, match="missing"):
+        table_net.results("TX\n[  5]   0.00-10.00  sec  1 GBytes  1080 Mbits/sec  receiver\nRX\nPING\n")
+
+
+@pytest.mark.skipif(not (ROOT / "build" / "rootfs.img").exists(), reason="make rootfs builds it")
+def test_net_bench_quick():
+    """ring3 in the Debian root against the host's iperf3 and ping, briefly: the harness runs."""
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "table_net.py"), "--quick"],
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stdout + p.stderr

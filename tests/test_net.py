@@ -4,8 +4,8 @@ runs in both isolation modes. tests/unit/test_net_stream.c feeds the stream back
 """
 import functools
 import hashlib
-import os
 import http.server
+import os
 import socket
 import subprocess
 import threading
@@ -108,6 +108,12 @@ def test_hostfwd_reaches_a_guest_listener():
     assert p.returncode == 0, err
 
 
+def test_the_mtu_is_libslirps_largest_on_user_unless_given():
+    """VIRTIO_NET_F_MTU: 65520 on user-mode networking (as slirp4netns), mtu= otherwise."""
+    assert ok("cat /sys/class/net/eth0/mtu") == "65520\n"
+    assert ok("cat /sys/class/net/eth0/mtu", "--net", "user,mtu=1500") == "1500\n"
+
+
 def test_net_none_leaves_no_nic():
     assert ok("ls /sys/class/net", "--net", "none") == "lo\n"
 
@@ -186,6 +192,64 @@ def test_a_ring3_guest_and_a_qemu_guest_on_a_stream(tmp_path):
     assert server.returncode == 0 and out.endswith("0\n"), out + err
 
 
+def can_make_taps():
+    return (os.geteuid() == 0 and os.path.exists("/dev/net/tun")
+            and subprocess.run(["ip", "tuntap", "help"], capture_output=True).returncode in (0, 255))
+
+
+@pytest.fixture
+def tap():
+    """A TAP device of the host, 192.168.77.1/24 on the host's side, owned by this user."""
+    if not can_make_taps():
+        pytest.skip("making a TAP device needs root and /dev/net/tun")
+    name = f"r3tap{os.getpid() % 10000}"
+    subprocess.run(["ip", "tuntap", "add", "dev", name, "mode", "tap", "user", str(os.getuid())],
+                   check=True)
+    try:
+        subprocess.run(["ip", "addr", "add", "192.168.77.1/24", "dev", name], check=True)
+        subprocess.run(["ip", "link", "set", name, "up"], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "link", "del", name])
+
+
+def test_a_guest_on_a_tap_device_reaches_the_host(tap):
+    """--net tap,ifname=NAME: the guest pings the host's side of the device, and its nc
+    reaches a host listener there."""
+    got = []
+    with socket.socket() as listener:
+        listener.bind(("192.168.77.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def serve():
+            c, _ = listener.accept()
+            with c:
+                got.append(c.recv(100))
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        out = ok("ip addr add 192.168.77.2/24 dev eth0; "
+                 "ping -c 2 192.168.77.1 | grep -c 'bytes from'; "
+                 f"echo from-the-guest | nc 192.168.77.1 {port}", "--net", f"tap,ifname={tap}")
+        thread.join(timeout=10)
+    assert out.endswith("2\n"), out
+    assert got == [b"from-the-guest\n"], got
+
+
+def test_a_tap_device_held_elsewhere_is_one_line(tap):
+    first = subprocess.Popen([RING3, "run", *ISOLATION, "--net", f"tap,ifname={tap}",
+                              "--cmd", "sleep 20"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(1)
+        p = guest("true", "--net", f"tap,ifname={tap}", timeout=30)
+    finally:
+        first.kill()
+        first.wait()
+    assert p.returncode != 0 and f"TAP device {tap} is held by another process" in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1, p.stderr
+
+
 def test_a_stream_client_needs_its_server(tmp_path):
     p = guest("true", "--net", f"stream,path={tmp_path}/nobody.sock", timeout=30)
     assert p.returncode != 0 and "cannot connect to" in p.stderr, p.stderr
@@ -193,7 +257,11 @@ def test_a_stream_client_needs_its_server(tmp_path):
 
 
 @pytest.mark.parametrize("value, says", [
-    ("bogus", "the backend is 'user', 'stream' or 'none'"),
+    ("bogus", "the backend is 'user', 'stream', 'tap' or 'none'"),
+    ("tap", "a TAP device needs ifname=NAME"),
+    ("tap,ifname=a-name-of-16-chars", "is not ifname=NAME"),
+    ("user,mtu=67", "mtu=68..65520"),
+    ("stream,path=/tmp/x,mtu=65521", "mtu=68..65520"),
     ("stream", "needs either path=SOCKET or port=PORT"),
     ("stream,path=/tmp/x,port=5", "needs either path=SOCKET or port=PORT"),
     ("stream,port=5,server=yes", "is not path=SOCKET"),

@@ -3,7 +3,9 @@
  * Virtio 1.2, 5.1, legacy interface: queue 0 receives, queue 1 transmits. Every buffer
  * starts with the 10-byte struct virtio_net_hdr (5.1.6; 12 bytes only with MRG_RXBUF,
  * which is not offered), all zero here: no checksum or segmentation offload is offered
- * either, so frames are whole and checksummed both ways. A transmitted chain is sent to
+ * either, so frames are whole and checksummed both ways. MTU tells the driver the largest
+ * frame the backend takes (5.1.4.1): up to 65520 bytes of IP packet on user-mode networking,
+ * whose every frame then carries up to 44 TCP segments' worth of data. A transmitted chain is sent to
  * the backend before the notifying `out` returns. A frame for the guest takes the next
  * receive chain; while the driver has posted none, up to RX_BACKLOG frames wait for its
  * next notification (TCP through the backend would otherwise retransmit after a loss);
@@ -16,12 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NET_F_MTU       (1u << 3)
 #define NET_F_MAC       (1u << 5)
 #define NET_F_STATUS    (1u << 16)
 #define NET_S_LINK_UP   1u
 
 #define NET_HDR_BYTES   10
-#define NET_CFG_BYTES   8           /* mac[6], status (5.1.4) */
+#define NET_CFG_BYTES   12          /* mac[6], status, max_virtqueue_pairs, mtu (5.1.4) */
+#define NET_CFG_MTU     10
 #define RX_QUEUE        0
 #define TX_QUEUE        1
 #define RX_BACKLOG      256
@@ -173,9 +177,9 @@ static void net_notify(void *opaque, struct virtio_pci *vp, unsigned index)
 {
     struct virtio_net *n = opaque;
     (void)vp;
-    if (index == TX_QUEUE)
+    if (index == TX_QUEUE) {
         tx_all(n);
-    else if (index == RX_QUEUE) {
+    } else if (index == RX_QUEUE) {
         rx_flush(n);
         if (n->count < RX_BACKLOG && n->backend)
             net_backend_resume(n->backend);
@@ -185,7 +189,7 @@ static void net_notify(void *opaque, struct virtio_pci *vp, unsigned index)
 struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
                                    const struct guestmem *gm, unsigned slot, uint16_t port,
                                    struct irq_line *irq, uint8_t irq_num,
-                                   const uint8_t mac[6], const char *name)
+                                   const uint8_t mac[6], uint16_t mtu, const char *name)
 {
     struct virtio_net *n = calloc(1, sizeof *n);
     if (n == NULL)
@@ -193,12 +197,14 @@ struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
     snprintf(n->who, sizeof n->who, "virtio-net %s", name);
     memcpy(n->config, mac, 6);
     n->config[6] = NET_S_LINK_UP;     /* until the backend says otherwise */
+    n->config[NET_CFG_MTU] = (uint8_t)mtu;              /* the legacy layout is the guest's: LE */
+    n->config[NET_CFG_MTU + 1] = (uint8_t)(mtu >> 8);
     const struct virtio_device dev = {
         .name = n->who,
         .pci_device_id = 0x1000,
         .type = 1,
         .class_code = 0x020000,     /* network, Ethernet */
-        .features = NET_F_MAC | NET_F_STATUS,
+        .features = NET_F_MAC | NET_F_STATUS | NET_F_MTU,
         .nqueues = 2,
         .config = n->config,
         .config_len = sizeof n->config,
