@@ -54,10 +54,11 @@ PING = re.compile(r"time=([0-9.]+) ms")
 
 
 def measure_script(peer, port):
-    """What the measuring side runs: both iperf3 directions, then the pings, each marked."""
-    return (f"echo TX; iperf3 -f m -c {peer} -p {port} -t {SECONDS} | grep receiver; "
-            f"echo RX; iperf3 -f m -R -c {peer} -p {port} -t {SECONDS} | grep receiver; "
-            f"echo PING; ping -n -c {PINGS} -i {PING_INTERVAL} {peer} | grep time=")
+    """What the measuring side runs: the pings, then both iperf3 directions, each marked
+    (a second apart: a peer guest's iperf3 server takes one test at a time)."""
+    return (f"echo PING; ping -n -c {PINGS} -i {PING_INTERVAL} {peer} | grep time=; "
+            f"echo TX; iperf3 -f m -c {peer} -p {port} -t {SECONDS} | grep receiver; sleep 1; "
+            f"echo RX; iperf3 -f m -R -c {peer} -p {port} -t {SECONDS} | grep receiver")
 
 
 def results(output):
@@ -141,10 +142,9 @@ def run_qemu_user():
 # ---- two guests on a stream ----
 
 LAN = "ip addr add 192.168.7.{}/24 dev eth0"
-# The serving guest: iperf3's server until its peer goes (the link drops when it powers off).
-SERVE = (f"{LAN.format(1)}; iperf3 -s -D; "
-         "until [ $(cat /sys/class/net/eth0/carrier) = 1 ]; do sleep 0.1; done; "
-         "while [ $(cat /sys/class/net/eth0/carrier) = 1 ]; do sleep 0.2; done")
+# The serving guest: iperf3's server for the two tests of measure_script, then it ends.
+SERVE = f"{LAN.format(1)}; iperf3 -s -1 >/dev/null; iperf3 -s -1 >/dev/null"
+SERVE_TIMEOUT = 400         # s: a QEMU that serves is ended by then whatever happened
 WAIT = "until ping -c 1 -W 1 192.168.7.1 >/dev/null; do :; done; sleep 1"
 
 
@@ -188,7 +188,7 @@ def run_qemu_pair():
 
         def serve():
             try:
-                served["r"] = qemu_guest.run(SERVE, "tcg", TIMEOUT, disk=IMAGE, nic=[
+                served["r"] = qemu_guest.run(SERVE, "tcg", SERVE_TIMEOUT, disk=IMAGE, nic=[
                     "-netdev", f"stream,id=lan,server=on,addr.type=unix,addr.path={sock}",
                     "-device", "virtio-net-pci,netdev=lan"])
             except RuntimeError as e:
