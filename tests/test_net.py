@@ -6,8 +6,10 @@ import functools
 import hashlib
 import http.server
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -190,6 +192,29 @@ def test_a_ring3_guest_and_a_qemu_guest_on_a_stream(tmp_path):
         server.kill()
     assert (qemu.output.split(), qemu.status) == ([pattern_sha256(size), "-", "2"], 0), qemu.output
     assert server.returncode == 0 and out.endswith("0\n"), out + err
+
+
+@pytest.mark.skipif(shutil.which("passt") is None, reason="passt is not installed")
+def test_a_guest_on_passt_through_a_stream(http_server):
+    """passt (Debian's, `-s SOCKET`) speaks the same stream protocol: its DHCP configures the
+    guest's eth0, and the guest reaches a host server through passt's gateway address."""
+    directory, port, _ = http_server
+    (directory / "f").write_text("through passt\n")
+    sockets = tempfile.mkdtemp(prefix="ring3-passt-", dir="/tmp")
+    os.chmod(sockets, 0o1777)           # passt run as root becomes nobody, and binds there
+    sock = os.path.join(sockets, "passt.sock")
+    passt = subprocess.Popen(["passt", "-q", "-f", "-1", "-s", sock], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_socket(sock, passt)
+        out = ok("ip -4 addr show eth0 | grep -c 'inet '; "
+                 "gw=$(ip route | awk '/^default/ { print $3 }'); "
+                 f"wget -q -O - http://$gw:{port}/f", "--net", f"stream,path={sock}")
+    finally:
+        passt.kill()
+        passt.wait()
+        shutil.rmtree(sockets, ignore_errors=True)
+    assert out == "1\nthrough passt\n", out
 
 
 def can_make_taps():
