@@ -24,6 +24,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import qemu_guest  # noqa: E402
+from report import fmt, median, repeat, write_section  # noqa: E402
 
 RING3 = ROOT / "build" / "bin" / "ring3"
 IMAGE = ROOT / "build" / "rootfs.img"
@@ -164,25 +165,9 @@ def measure(names):
             record[name] = {"label": label, "why": why}
             print(f"table2: {label}: not run: {why}", file=sys.stderr)
             continue
-        runs, errors = [], []
-        for i in range(REPEAT):
-            try:
-                runs.append(run())
-                print(f"table2: {label} run {i + 1}: {runs[-1]}", file=sys.stderr)
-            except (RuntimeError, subprocess.TimeoutExpired) as e:
-                errors.append(str(e))
-                print(f"table2: {label} run {i + 1} failed: {e}", file=sys.stderr)
+        runs, errors = repeat("table2", label, run, REPEAT)
         record[name] = {"label": label, "runs": runs, "errors": errors}
     return record
-
-
-def median(record, name, row):
-    values = [r[row] for r in record.get(name, {}).get("runs", []) if row in r]
-    return statistics.median(values) if values else None
-
-
-def fmt(x):
-    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
 
 
 def markdown(record, started):
@@ -249,13 +234,7 @@ def main():
         sys.exit(f"table2: unknown environment {unknown}; known: {', '.join(ENVS)}")
     record = measure(names)
     (BENCH / "results-table2.json").write_text(json.dumps(record, indent=1) + "\n")
-    results_md = BENCH / "RESULTS.md"
-    text = results_md.read_text() if results_md.exists() else ""
-    after = ""                          # the sections after this one (the network table)
-    if SECTION in text:
-        text, rest = text.split(SECTION, 1)
-        after = rest[rest.index("\n# "):] if "\n# " in rest else ""
-    results_md.write_text(text.rstrip("\n") + "\n\n" + markdown(record, started) + after)
+    write_section(SECTION, markdown(record, started))
     print(markdown(record, started))
 
 
