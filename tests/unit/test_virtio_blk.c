@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "virtio/blk.h"
+#include "virtio_driver.h"
 
 /* ---- the machine: fake guest memory, an I/O bus, PCI, INTA# ---- */
 
@@ -17,17 +18,6 @@
 #define SECTORS     64u
 #define SECTOR      512u
 #define IMG_BYTES   (SECTORS * SECTOR)
-
-/* The legacy registers (virtio 1.2, 4.1.4.8), without MSI-X. */
-#define VIO_DEVICE_FEATURES 0x00
-#define VIO_DRIVER_FEATURES 0x04
-#define VIO_QUEUE_PFN       0x08
-#define VIO_QUEUE_SIZE      0x0C
-#define VIO_QUEUE_SEL       0x0E
-#define VIO_QUEUE_NOTIFY    0x10
-#define VIO_STATUS          0x12
-#define VIO_ISR             0x13
-#define VIO_CONFIG          0x14
 
 #define F_SEG_MAX  (1u << 2)
 #define F_RO       (1u << 5)
@@ -43,46 +33,24 @@
 #define S_IOERR  1
 #define S_UNSUPP 2
 
-#define D_NEXT     1
-#define D_WRITE    2
-#define D_INDIRECT 4
-
 /* Guest-physical layout: the queue at page 0x10 (256 entries: the used
  * ring at the next 4096-byte boundary after the available ring, 0x12000),
  * then the request's header, data and status byte. */
-#define QSIZE      256u
 #define RING       0x10000u
-#define AVAIL      (RING + 16 * QSIZE)
-#define USED       (RING + 0x2000)
+#define AVAIL      Q_AVAIL(RING)
+#define USED       Q_USED(RING)
 #define HDR        0x20000u
 #define DATA       0x21000u
 #define STATUS     0x30000u
 #define ITABLE     0x31000u
 #define UNTOUCHED  0xEE
 
-static struct guestmem gm;
-static struct io_bus *bus;
 static struct pci_bus *pci;
 static struct irq_probe irq;
 static struct virtio_blk *blk;
-static uint16_t port = PORT;
-static uint16_t avail_idx, used_seen;
+static struct drv_queue q0 = { .index = 0, .ring = RING };
 static char image_path[4096];
 static uint8_t pattern[IMG_BYTES];
-
-/* ---- PCI configuration mechanism #1 ---- */
-
-static uint32_t cfg_read(unsigned reg, unsigned len)
-{
-    io_out(bus, 0xCF8, 4, 0x80000000u | SLOT << 11 | (reg & 0xFC));
-    return io_in(bus, 0xCFC + (reg & 3), len);
-}
-
-static void cfg_write(unsigned reg, unsigned len, uint32_t v)
-{
-    io_out(bus, 0xCF8, 4, 0x80000000u | SLOT << 11 | (reg & 0xFC));
-    io_out(bus, 0xCFC + (reg & 3), len, v);
-}
 
 /* ---- the image file ---- */
 
@@ -142,59 +110,17 @@ static void machine_down(void)
 
 /* ---- the driver side ---- */
 
-static uint8_t *at(uint32_t gpa) { return gm.phys + gpa; }
-static uint16_t rd16(uint32_t gpa) { uint16_t v; memcpy(&v, at(gpa), 2); return v; }
-static uint32_t rd32(uint32_t gpa) { uint32_t v; memcpy(&v, at(gpa), 4); return v; }
-static void wr16(uint32_t gpa, uint16_t v) { memcpy(at(gpa), &v, 2); }
-
-static void put_desc(unsigned i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
-{
-    uint8_t d[16];
-    memcpy(d, &addr, 8);
-    memcpy(d + 8, &len, 4);
-    memcpy(d + 12, &flags, 2);
-    memcpy(d + 14, &next, 2);
-    memcpy(at(RING + 16 * i), d, 16);
-}
-
-static void status_write(uint8_t v) { io_out(bus, port + VIO_STATUS, 1, v); }
-static uint8_t status_read(void) { return (uint8_t)io_in(bus, port + VIO_STATUS, 1); }
-static uint8_t isr_read(void) { return (uint8_t)io_in(bus, port + VIO_ISR, 1); }
-
 /* Reset, then the legacy initialization (virtio 1.2, 3.1.2) with FLUSH accepted. */
 static void driver_init(void)
 {
     status_write(0);
     CHECK_EQ(status_read(), 0);
-    memset(at(RING), 0, 0x3000);
-    avail_idx = used_seen = 0;
     status_write(1);
     status_write(3);
     io_out(bus, port + VIO_DRIVER_FEATURES, 4, F_FLUSH);
-    io_out(bus, port + VIO_QUEUE_SEL, 2, 0);
-    CHECK_EQ(io_in(bus, port + VIO_QUEUE_SIZE, 2), QSIZE);
-    io_out(bus, port + VIO_QUEUE_PFN, 4, RING >> 12);
+    queue_setup(&q0);
     status_write(7);
     CHECK_EQ(status_read(), 7);
-}
-
-static void kick(uint16_t head)
-{
-    wr16(AVAIL + 4 + 2 * (avail_idx % QSIZE), head);
-    wr16(AVAIL + 2, ++avail_idx);
-    io_out(bus, port + VIO_QUEUE_NOTIFY, 2, 0);
-}
-
-/* The next used element, if the device returned one: 1 with its id and length. */
-static int take_used(uint32_t *id, uint32_t *len)
-{
-    if (rd16(USED + 2) == used_seen)
-        return 0;
-    uint32_t e = USED + 4 + 8 * (used_seen % QSIZE);
-    *id = rd32(e);
-    *len = rd32(e + 4);
-    used_seen++;
-    return 1;
 }
 
 static void put_hdr(uint32_t type, uint64_t sector)
@@ -351,10 +277,10 @@ static void test_read(void)
     put_desc(1, STATUS, 1, D_WRITE, 0);
     put_desc(4, HDR, 16, D_NEXT, 5);
     put_desc(5, STATUS + 1, 1, D_WRITE, 0);
-    wr16(AVAIL + 4 + 2 * (avail_idx % QSIZE), 0);
-    wr16(AVAIL + 4 + 2 * ((avail_idx + 1) % QSIZE), 4);
-    avail_idx += 2;
-    wr16(AVAIL + 2, avail_idx);
+    wr16(AVAIL + 4 + 2 * (q0.avail_idx % QSIZE), 0);
+    wr16(AVAIL + 4 + 2 * ((q0.avail_idx + 1) % QSIZE), 4);
+    q0.avail_idx += 2;
+    wr16(AVAIL + 2, q0.avail_idx);
     io_out(bus, port + VIO_QUEUE_NOTIFY, 2, 0);
     CHECK(take_used(&id, &len) && id == 0);
     CHECK(take_used(&id, &len) && id == 4);
@@ -596,7 +522,7 @@ static uint16_t chain_avail_ahead(void)
 {
     put_desc(0, HDR, 16, D_NEXT, 1);
     put_desc(1, STATUS, 1, D_WRITE, 0);
-    avail_idx = (uint16_t)(avail_idx + QSIZE);
+    q0.avail_idx = (uint16_t)(q0.avail_idx + QSIZE);
     return 0;
 }
 
@@ -659,8 +585,8 @@ static void test_pci_control(void)
     *at(STATUS) = UNTOUCHED;
     put_desc(0, HDR, 16, D_NEXT, 1);
     put_desc(1, STATUS, 1, D_WRITE, 0);
-    wr16(AVAIL + 4 + 2 * (avail_idx % QSIZE), 0);
-    wr16(AVAIL + 2, ++avail_idx);
+    wr16(AVAIL + 4 + 2 * (q0.avail_idx % QSIZE), 0);
+    wr16(AVAIL + 2, ++q0.avail_idx);
     io_out(bus, PORT + VIO_QUEUE_NOTIFY, 2, 0);
     CHECK_EQ(*at(STATUS), UNTOUCHED);
     io_out(bus, port + VIO_QUEUE_NOTIFY, 2, 0);
@@ -674,8 +600,8 @@ static void test_pci_control(void)
     CHECK_EQ(io_in(bus, MOVED_PORT + VIO_STATUS, 1), 0xFF);
     CHECK_EQ(io_in(bus, MOVED_PORT + VIO_DEVICE_FEATURES, 4), 0xFFFFFFFF);
     *at(STATUS) = UNTOUCHED;
-    wr16(AVAIL + 4 + 2 * (avail_idx % QSIZE), 0);
-    wr16(AVAIL + 2, ++avail_idx);
+    wr16(AVAIL + 4 + 2 * (q0.avail_idx % QSIZE), 0);
+    wr16(AVAIL + 2, ++q0.avail_idx);
     io_out(bus, MOVED_PORT + VIO_QUEUE_NOTIFY, 2, 0);
     CHECK_EQ(*at(STATUS), UNTOUCHED);
     cfg_write(0x04, 2, 0x0005);
@@ -759,6 +685,9 @@ static void test_locks(void)
 int main(void)
 {
     gm = (struct guestmem){ .fd = -1, .phys = calloc(1, MEM_BYTES), .size = MEM_BYTES };
+    slot = SLOT;
+    port = PORT;
+    vq = &q0;
     CHECK(gm.phys != NULL);
     make_image();
 
