@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lib/fail.h"
+#include "lib/optlist.h"
 
 #include "backend.h"
 
@@ -13,9 +14,8 @@ static const uint8_t qemu_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
 static int parse_port(const char *s, uint16_t *port)
 {
-    char *end;
-    unsigned long n = strtoul(s, &end, 10);
-    if (*s < '0' || *s > '9' || *end || n < 1 || n > 65535)
+    unsigned long n;
+    if (opt_decimal(s, 1, 65535, &n))
         return -1;
     *port = (uint16_t)n;
     return 0;
@@ -112,9 +112,8 @@ static int tap_flag(struct net_tap_options *o, const char *key, const char *valu
 
 static int parse_mtu(const char *s, uint16_t *mtu)
 {
-    char *end;
-    unsigned long n = strtoul(s, &end, 10);
-    if (*s < '0' || *s > '9' || *end || n < NET_MIN_MTU || n > NET_MAX_MTU)
+    unsigned long n;
+    if (opt_decimal(s, NET_MIN_MTU, NET_MAX_MTU, &n))
         return -1;
     *mtu = (uint16_t)n;
     return 0;
@@ -146,29 +145,23 @@ int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec)
     /* user-mode networking ends in this process, so its frames may be as large as libslirp
      * takes; a stream's or a TAP's peer expects Ethernet's, unless told otherwise */
     spec->mtu = spec->kind == NET_USER ? NET_MAX_MTU : 1500;
-    for (const char *p = arg + n; *p == ','; ) {
-        const char *flag = p + 1;
-        size_t len = strcspn(flag, ",");
-        char buf[160];
-        snprintf(buf, sizeof buf, "%.*s", (int)len, flag);
-        char *value = strchr(buf, '=');
-        int bad = value == NULL || len >= sizeof buf;       /* every flag has a value */
-        if (!bad) {
-            *value++ = '\0';
-            if (!strcmp(buf, "mac"))
-                bad = parse_mac(value, spec->mac);
-            else if (!strcmp(buf, "mtu"))
-                bad = parse_mtu(value, &spec->mtu);
-            else if (spec->kind == NET_USER)
-                bad = user_flag(&spec->user, buf, value);
-            else if (spec->kind == NET_STREAM)
-                bad = stream_flag(&spec->stream, buf, value);
-            else
-                bad = tap_flag(&spec->tap, buf, value);
-        }
+    struct opt_flag f;
+    for (const char *p = arg + n; opt_next_flag(&p, &f); ) {
+        int bad;
+        if (f.value == NULL)
+            bad = 1;                                        /* every flag has a value */
+        else if (!strcmp(f.key, "mac"))
+            bad = parse_mac(f.value, spec->mac);
+        else if (!strcmp(f.key, "mtu"))
+            bad = parse_mtu(f.value, &spec->mtu);
+        else if (spec->kind == NET_USER)
+            bad = user_flag(&spec->user, f.key, f.value);
+        else if (spec->kind == NET_STREAM)
+            bad = stream_flag(&spec->stream, f.key, f.value);
+        else
+            bad = tap_flag(&spec->tap, f.key, f.value);
         if (bad)
-            return bad_input("--net '%s': '%.*s' is not %s", arg, (int)len, flag, usage[spec->kind]);
-        p = flag + len;
+            return bad_input("--net '%s': '%.*s' is not %s", arg, f.len, f.text, usage[spec->kind]);
     }
     spec->user.mtu = spec->mtu;
     if (spec->kind == NET_TAP && !spec->tap.ifname[0])

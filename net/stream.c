@@ -24,8 +24,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "hw/clock.h"
 
 #include "backend.h"
 
@@ -49,7 +50,6 @@ struct stream {
     int slot_listener, slot_fd;         /* where the last fill put them in (pfd), else -1 */
     struct pollfd *pfd;
     uint64_t bad;                       /* frames from the peer dropped for their framing */
-    uint64_t lost;                      /* frames for the peer lost: no peer, or no room */
     size_t in_len, out_off, out_len;
     uint8_t in[IN_BYTES];
     uint8_t out[OUT_BYTES];
@@ -57,9 +57,7 @@ struct stream {
 
 static uint64_t now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+    return hw_clock_now(&hw_clock_monotonic);
 }
 
 /* ---- the socket's address ---- */
@@ -148,9 +146,7 @@ static void connected(struct stream *s)
 {
     int one = 1;
     setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);     /* fails on UNIX: fine */
-    s->connecting = false;
-    s->in_len = s->out_off = s->out_len = 0;
-    s->stalled = false;
+    s->connecting = false;               /* the buffers are empty: new, or emptied by disconnect() */
     set_link(s, true);
 }
 
@@ -279,19 +275,15 @@ static void write_peer(struct stream *s)
 static void stream_send(struct net_backend *base, const uint8_t *frame, size_t len)
 {
     struct stream *s = (struct stream *)base;
-    if (s->fd < 0 || s->connecting) {
-        s->lost++;
-        return;
-    }
+    if (s->fd < 0 || s->connecting)
+        return;                         /* no peer: lost, as on a wire */
     if (s->out_off && s->out_len + LEN_BYTES + len > sizeof s->out) {
         memmove(s->out, s->out + s->out_off, s->out_len - s->out_off);
         s->out_len -= s->out_off;
         s->out_off = 0;
     }
-    if (s->out_len + LEN_BYTES + len > sizeof s->out) {
-        s->lost++;
-        return;
-    }
+    if (s->out_len + LEN_BYTES + len > sizeof s->out)
+        return;                         /* the peer reads too slowly: lost, as on a wire */
     uint8_t *p = s->out + s->out_len;
     p[0] = (uint8_t)(len >> 24);
     p[1] = (uint8_t)(len >> 16);

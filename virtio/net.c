@@ -45,7 +45,6 @@ struct virtio_net {
     struct vq_chain rx_chain, tx_chain;
     struct frame backlog[RX_BACKLOG];
     unsigned head, count;           /* the backlog's oldest frame, and how many */
-    uint64_t dropped;
     uint8_t tx[NET_HDR_BYTES + NET_MAX_FRAME];
 };
 
@@ -76,7 +75,6 @@ static int rx_one(struct virtio_net *n, const uint8_t *frame, size_t len, bool *
     }
     if (done < total) {
         /* A buffer too small for the frame: the frame is lost, as on a NIC. */
-        n->dropped++;
         done = 0;
     }
     *interrupt |= vq_push(q, n->rx_chain.head, (uint32_t)done);
@@ -104,10 +102,8 @@ static void rx_flush(struct virtio_net *n)
 static bool receive(void *opaque, const uint8_t *frame, size_t len)
 {
     struct virtio_net *n = opaque;
-    if (virtio_pci_broken(n->vp) || !virtio_pci_driver_ok(n->vp) || len > NET_MAX_FRAME) {
-        n->dropped++;
-        return true;
-    }
+    if (virtio_pci_broken(n->vp) || !virtio_pci_driver_ok(n->vp) || len > NET_MAX_FRAME)
+        return true;                    /* lost, as on a NIC that is not running */
     if (n->count == 0) {
         bool interrupt = false;
         int r = rx_one(n, frame, len, &interrupt);
@@ -120,10 +116,8 @@ static bool receive(void *opaque, const uint8_t *frame, size_t len)
         return false;
     struct frame *f = &n->backlog[(n->head + n->count) % RX_BACKLOG];
     f->data = malloc(len);
-    if (f->data == NULL) {
-        n->dropped++;
-        return true;
-    }
+    if (f->data == NULL)
+        return true;                    /* lost */
     memcpy(f->data, frame, len);
     f->len = len;
     n->count++;
@@ -227,11 +221,6 @@ struct net_client virtio_net_client(struct virtio_net *n)
 void virtio_net_attach(struct virtio_net *n, struct net_backend *backend)
 {
     n->backend = backend;
-}
-
-uint64_t virtio_net_dropped(const struct virtio_net *n)
-{
-    return n->dropped;
 }
 
 void virtio_net_free(struct virtio_net *n)

@@ -25,9 +25,6 @@ struct net_client virtio_net_client(struct virtio_net *n);
 /* Where the guest's frames go from now on (NULL: dropped). */
 void virtio_net_attach(struct virtio_net *n, struct net_backend *backend);
 
-/* Frames for the guest that were lost: no room in its buffers or the backlog. */
-uint64_t virtio_net_dropped(const struct virtio_net *n);
-
 void virtio_net_free(struct virtio_net *n);
 
 #endif

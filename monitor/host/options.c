@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include "lib/fail.h"
+#include "lib/optlist.h"
 #include "lib/version.h"
 #include "memory/guestmem.h"
 
@@ -152,9 +153,8 @@ static int parse_isolation(const char *arg, struct r3_options *o)
 
 static int parse_stubs(const char *arg, struct r3_options *o)
 {
-    char *end;
-    unsigned long n = strtoul(arg, &end, 10);
-    if (*arg < '0' || *arg > '9' || *end || n < 1 || n > OPTIONS_MAX_STUBS)
+    unsigned long n;
+    if (opt_decimal(arg, 1, OPTIONS_MAX_STUBS, &n))
         return bad_input("--stubs '%s' is not a number from 1 to %u", arg, OPTIONS_MAX_STUBS);
     o->stubs = (unsigned)n;
     return 0;
@@ -188,23 +188,15 @@ static int parse_disk(const char *arg, struct r3_options *o)
         return 2;
     }
     *d = (struct disk_spec){ .path = path };
-    for (const char *p = arg + n; *p == ','; ) {
-        const char *flag = p + 1;
-        size_t len = strcspn(flag, ",");
-        char buf[64];
-        snprintf(buf, sizeof buf, "%.*s", (int)len, flag);
-        char *eq = strchr(buf, '=');
-        bool *target = NULL;
-        if (eq) {
-            *eq = '\0';
-            target = !strcmp(buf, "readonly") ? &d->readonly :
-                     !strcmp(buf, "snapshot") ? &d->snapshot : NULL;
-        }
-        if (target == NULL || parse_switch(eq + 1, target))
+    struct opt_flag f;
+    for (const char *p = arg + n; opt_next_flag(&p, &f); ) {
+        bool *target = f.value == NULL ? NULL :
+                       !strcmp(f.key, "readonly") ? &d->readonly :
+                       !strcmp(f.key, "snapshot") ? &d->snapshot : NULL;
+        if (target == NULL || parse_switch(f.value, target))
             return bad_input("--disk '%s': '%.*s' is not readonly=on|off or "
                     "snapshot=on|off (file names with commas are not supported)",
-                    arg, (int)len, flag);
-        p = flag + len;
+                    arg, f.len, f.text);
     }
     o->ndisks++;
     return 0;
