@@ -1,11 +1,15 @@
 # The kernel's own x86 selftests as a conformance suite (tests/test_selftests.py): the 32-bit
 # programs of tools/testing/selftests/x86 in the same linux-source-6.12 tree the guest is built
 # from, compiled by that directory's own Makefile, unchanged, with -static so that they run in
-# the busybox initramfs; and that initramfs with them appended as a second archive.
+# the busybox initramfs; tools/testing/selftests/breakpoints/breakpoint_test.c (the debug
+# registers through ptrace), whose Makefile builds for the host's word size only, compiled
+# here with -m32; and that initramfs with them appended as a second archive.
 #
-#   make selftests   build/selftests/x86/<name>_32 and build/guest/initramfs-selftests.cpio.gz
+#   make selftests   build/selftests/{x86,breakpoints}/<name>_32 and
+#                    build/guest/initramfs-selftests.cpio.gz
 
 SELFTESTS_DIR       := $(B)/selftests/x86
+BREAKPOINT_TEST     := $(B)/selftests/breakpoints/breakpoint_test_32
 SELFTESTS_STAMP     := $(SELFTESTS_DIR)/.built
 SELFTESTS_INITRAMFS := $(B)/guest/initramfs-selftests.cpio.gz
 
@@ -19,11 +23,16 @@ $(SELFTESTS_STAMP): $(GUEST_SRC)/.ring3-unpacked mk/selftests.mk
 	    CC="$(CC) -static" all_32
 	touch $@
 
+$(BREAKPOINT_TEST): $(GUEST_SRC)/.ring3-unpacked mk/selftests.mk
+	@mkdir -p $(@D)
+	$(CC) -m32 -static -O2 -I$(GUEST_SRC)/tools/testing/selftests -o $@ \
+	    $(GUEST_SRC)/tools/testing/selftests/breakpoints/breakpoint_test.c
+
 # The default initramfs, then /usr/selftests as an archive of its own (the kernel unpacks
 # each archive of a concatenation in turn).
-$(SELFTESTS_INITRAMFS): $(SELFTESTS_STAMP) $(INITRAMFS) $(GEN_INIT_CPIO)
+$(SELFTESTS_INITRAMFS): $(SELFTESTS_STAMP) $(BREAKPOINT_TEST) $(INITRAMFS) $(GEN_INIT_CPIO)
 	{ echo "dir /usr/selftests 755 0 0"; \
-	  for p in $(SELFTESTS_DIR)/*_32; do echo "file /usr/selftests/$${p##*/} $$p 755 0 0"; done; \
+	  for p in $(SELFTESTS_DIR)/*_32 $(BREAKPOINT_TEST); do echo "file /usr/selftests/$${p##*/} $$p 755 0 0"; done; \
 	} > $@.spec
 	{ cat $(INITRAMFS); $(GEN_INIT_CPIO) $@.spec | gzip -6n; } > $@.tmp && mv $@.tmp $@
 

@@ -513,6 +513,7 @@ static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
     ev->sig = c->sig;
     ev->si_code = c->si_code;
     ev->addr = c->addr;
+    ev->perf_data = c->perf_data;
     ev->trapno = c->trapno;
     ev->err = c->err;
     ev->fsbase = c->fsbase;

@@ -20,7 +20,7 @@ struct stub_event {
     unsigned kind;              /* STUB_EV_SIGNAL or STUB_EV_GATE */
     unsigned entry;             /* STUB_EV_GATE: the ABI entry number (unchecked) */
     int sig, si_code;
-    uint64_t addr, trapno, err;
+    uint64_t addr, perf_data, trapno, err;
     uint64_t fsbase, gsbase;
     uint64_t rip64;
     struct stub_regs r;

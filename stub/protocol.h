@@ -59,7 +59,7 @@
 
 /* kind of event */
 #define STUB_EV_READY   1                  /* start-up done: map_site is valid; r is not */
-#define STUB_EV_SIGNAL  2                  /* a host signal in guest code: sig, si_code, addr, trapno, err */
+#define STUB_EV_SIGNAL  2                  /* a host signal in guest code: sig, si_code, addr, perf_data, trapno, err */
 #define STUB_EV_GATE    3                  /* a gate call through the stub's runtime table: entry */
 
 /* cmd bits */
@@ -113,6 +113,7 @@ struct stub_ctl {
     uint32_t pad;
     uint64_t vdso;              /* STUB_EV_READY: the stub's vDSO base (AT_SYSINFO_EHDR), where the host
                                  * kernel's landing pad for a compat-mode sysenter lies (Intel) */
+    uint64_t perf_data;         /* the event's si_perf_data (si_code TRAP_PERF: a guest breakpoint slot) */
 };
 
 _Static_assert(sizeof(struct stub_ctl) <= STUB_FPU_OFF, "the control fields fit below the XSAVE image");

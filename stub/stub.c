@@ -203,6 +203,7 @@ struct k_ucontext {
 struct k_siginfo {
     int32_t signo, errno_, code, pad;
     uint64_t addr;                          /* _sigfault.si_addr, _sigsys._call_addr */
+    uint64_t perf_data;                     /* _sigfault._perf._data (TRAP_PERF) */
 };
 #define UC_STRICT_RESTORE_SS 4
 #define FP_XSTATE_MAGIC1 0x46505853u        /* struct _fpx_sw_bytes at byte 464 of the fpstate */
@@ -241,6 +242,7 @@ int stub_signal(int sig, struct k_siginfo *si, struct k_ucontext *uc)
     ctl->sig = sig;
     ctl->si_code = si->code;
     ctl->addr = si->addr;
+    ctl->perf_data = si->perf_data;
     ctl->trapno = mc->trapno;
     ctl->err = mc->err;
     struct stub_regs *r = &ctl->r;

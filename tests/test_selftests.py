@@ -22,7 +22,8 @@ RUN_TIMEOUT = 1800          # seconds for all of them in one guest
 # Not run at all, and why.
 LEFT_OUT = {
     "mov_ss_trap_32": "loops forever natively on a nested VM (a data breakpoint on the SS "
-                      "load is never taken there); ring3 emulates no hardware breakpoints",
+                      "load is never taken there), and so under ring3, whose breakpoints are "
+                      "the host's (tests/test_debugregs.py)",
 }
 
 # Programs that fail under QEMU TCG with the plain kernel as well, with QEMU's reason.

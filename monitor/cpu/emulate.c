@@ -229,7 +229,7 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
     }
     case R3_E_MOV_TO_CR: need_cpl0(v); sysreg_write_cr(v, reg, r[R3_D_BASE(desc)]); break;
     case R3_E_MOV_FROM_CR: need_cpl0(v); r[R3_D_BASE(desc)] = sysreg_read_cr(v, reg); break;
-    case R3_E_MOV_TO_DR: need_cpl0(v); v->dr[sysreg_dr_index(v, reg)] = r[R3_D_BASE(desc)]; break;
+    case R3_E_MOV_TO_DR: need_cpl0(v); sysreg_write_dr(v, reg, r[R3_D_BASE(desc)]); break;
     case R3_E_MOV_FROM_DR:
         need_cpl0(v);
         value = v->dr[sysreg_dr_index(v, reg)];

@@ -50,6 +50,11 @@ uint32_t sysreg_read_cr(struct vcpu *v, unsigned n);
  * is clear, and are #UD while it is set (SDM vol. 3, 17.2.2). */
 unsigned sysreg_dr_index(struct vcpu *v, unsigned n);
 
+/* A write to debug register (n). DR0-DR3 and DR7 become host breakpoints where guest user
+ * code runs (monitor/host/breakpoints.h): on this thread at once with --isolation=none, in
+ * a stub before it next runs (aspace.c). */
+void sysreg_write_dr(struct vcpu *v, unsigned n, uint32_t value);
+
 /* lldt (task false) and ltr (task true): GDT selectors of the right type
  * (SDM vol. 2, LLDT and LTR); ltr marks the TSS busy. */
 void sysreg_load_system_segment(struct vcpu *v, bool task, uint16_t sel);

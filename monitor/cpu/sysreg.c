@@ -69,6 +69,13 @@ unsigned sysreg_dr_index(struct vcpu *v, unsigned n)
     return n;
 }
 
+void sysreg_write_dr(struct vcpu *v, unsigned n, uint32_t value)
+{
+    v->dr[sysreg_dr_index(v, n)] = value;
+    if (v->isolation == ISOLATION_NONE)
+        bp_sync(&v->bp, 0, v->dr);
+}
+
 void sysreg_load_system_segment(struct vcpu *v, bool task, uint16_t sel)
 {
     struct seg *dst = task ? &v->tr : &v->ldtr;

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "monitor/host/breakpoints.h"
+
 #include "operand.h"
 #include "shared.h"
 
@@ -89,6 +91,7 @@ struct vcpu {
     struct r3_shared *sh;           /* registers, EIP, EFLAGS image, virtual IF */
     uint32_t cr0, cr2, cr3, cr4;
     uint32_t dr[8];
+    struct bp_task bp;              /* --isolation=none: DR0-DR3 as this thread's host breakpoints */
     struct { uint32_t base; uint16_t limit; } gdtr, idtr;
     struct seg sreg[6];             /* es cs ss ds fs gs */
     uint16_t host_sel[6];           /* the host selector each was last loaded with */

@@ -135,12 +135,23 @@ static enum stat_signal signal_kind;
  * emulates the site as one instruction; one that lands inside a site goes
  * on to the site's end; any other is the guest's own, with DR6.BS. icebp
  * (INT1) is #DB without it (SDM vol. 3, 17.3.1.4; 17.2.3). No guest TF
- * reaches runtime or monitor code beyond the first instruction of a stub. */
+ * reaches runtime or monitor code beyond the first instruction of a stub.
+ * A host breakpoint standing for the guest's DRn (breakpoints.h) hit by
+ * guest user code is #DB with DR6.Bn set, after the access for a data
+ * breakpoint and at the instruction for an instruction breakpoint, as the
+ * host reports them (17.2.3, 17.3.1.1-2); hit by the runtime code of a
+ * rewritten site, it is not reported. */
 static void debug_trap(struct vcpu *v, const struct host_fault *f)
 {
     unsigned entry;
     bool inside;
 
+    if (f->code == R3_TRAP_PERF) {
+        if (v->cpl != 3 || v->sh->eip >= R3_RUNTIME_BASE)
+            return;
+        v->dr[6] |= 1u << (f->perf_data % BP_SLOTS);
+        vcpu_raise_trap(v, VEC_DB);
+    }
     if (f->code != TRAP_TRACE)
         vcpu_raise_trap(v, VEC_DB);
     if (v->sh->eip >= R3_RUNTIME_BASE) {
@@ -286,8 +297,10 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
     }
     case SIGTRAP:
         signal_kind = STAT_TRAP;
-        /* int3 and into are traps: the host already points after them. */
-        if (trapno == TRAP_BP || trapno == TRAP_OF) {
+        /* int3 and into are traps: the host already points after them. A breakpoint's
+         * SIGTRAP (TRAP_PERF) comes from the host's task work, with the thread's last trap
+         * number in the frame, whatever it was. */
+        if (f->code != R3_TRAP_PERF && (trapno == TRAP_BP || trapno == TRAP_OF)) {
             vcpu_soft_int(v, trapno);
             return;
         }
@@ -323,6 +336,9 @@ static void run_user_from_signal(struct vcpu *v, ucontext_t *uc)
 static void guest_event(struct vcpu *v, const struct host_fault *f)
 {
     signal_kind = f->sig == SIGALRM || f->sig == STUB_PREEMPT_SIG ? STAT_TIMER : STAT_OTHER;
+    if (signal_kind != STAT_TIMER)
+        TRACE(v, "host signal %d code %d trap %u error %u addr %llx at %04x:%llx", f->sig, f->code,
+              f->trapno, f->err, (unsigned long long)f->addr, f->cs, (unsigned long long)f->rip);
     memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
     v->fault_eip = v->sh->eip;
     v->fault_esp = v->sh->regs[REG_ESP];
@@ -376,6 +392,13 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     if (sig == SIGTRAP && cs == HOST_CS32 && runtime_in_stubs(rip))
         in_guest = true;
 
+    /* A host breakpoint standing for a guest DRn (breakpoints.h, --isolation=none) hit by
+     * other code than guest user code: the guest kernel's, the runtime's or the monitor's
+     * access to user memory. The guest's #DB is for its user code only; a data access is
+     * done, and the host set RF for an instruction breakpoint. */
+    if (sig == SIGTRAP && si->si_code == R3_TRAP_PERF &&
+        !(cs == HOST_CS32 && !runtime_in_stubs(rip) && v->cpl == 3))
+        return interrupted_fsbase;
     if (sig == SIGTERM || sig == SIGHUP || sig == SIGINT || sig == SIGQUIT) {
         /* Asked to stop from outside: leave the terminal as it was found. */
         fflush(stdout);
@@ -437,6 +460,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
         .err = (unsigned)uc->uc_mcontext.gregs[REG_ERR],
         .addr = (uint64_t)(uintptr_t)si->si_addr,
         .rip = rip,
+        .perf_data = sig == SIGTRAP && si->si_code == R3_TRAP_PERF ? bp_siginfo_data(si) : 0,
     };
     uint64_t t0 = stats_start();
     v->sh->fsbase = interrupted_fsbase;

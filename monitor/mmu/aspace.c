@@ -31,6 +31,7 @@
 #include "monitor/cpu/runtime.h"
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
+#include "monitor/host/breakpoints.h"
 #include "monitor/host/console.h"
 #include "monitor/host/events.h"
 #include "monitor/host/host_probe.h"
@@ -52,6 +53,7 @@ struct pending_map {
 struct aspace {
     uint32_t pd;                    /* the page directory (CR3 without flags) it runs */
     struct stub *stub;
+    struct bp_task bp;              /* the guest's DR0-DR3 as its stub has them */
     struct tlb *tlb;
     uint64_t epoch;                 /* v->tlb_epoch when its TLB was last checked */
     uint64_t last_run;
@@ -98,6 +100,7 @@ static struct aspace *take(struct vcpu *v, uint32_t pd)
     if (nspaces < max_spaces) {
         as = &spaces[nspaces++];
         as->stub = stub_create();
+        as->bp = (struct bp_task){0};
         as->tlb = as->stub ? mmu_tlb_new(as) : NULL;
         if (!as->tlb)
             no_stub(v);
@@ -264,6 +267,7 @@ static void stub_lost(struct vcpu *v, struct aspace *as)
 {
     TRACE(v, "stub %d of address space %08x lost", stub_pid(as->stub), as->pd);
     stub_destroy(as->stub);
+    bp_task_close(&as->bp);
     as->stub = stub_create();
     if (!as->stub)
         no_stub(v);
@@ -301,6 +305,7 @@ static void handle_event(struct vcpu *v, struct aspace *as, const struct stub_ev
         .err = (unsigned)ev->err,
         .addr = ev->addr,
         .rip = ev->rip64,
+        .perf_data = ev->perf_data,
     };
     signals_stub_event(v, &f, &ev->r, ev->fsbase, ev->gsbase);
 }
@@ -316,6 +321,7 @@ void aspace_run_user(struct vcpu *v, void *xsave)
         struct stub_event ev;
         regs_from_shared(v, &r);
         push_changes(v, as);
+        bp_sync(&as->bp, stub_pid(as->stub), v->dr);
         if (stub_resume(as->stub, &r, xsave) < 0 || !wait_event(v, as, &ev, xsave))
             stub_lost(v, as);
         else

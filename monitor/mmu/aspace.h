@@ -20,6 +20,7 @@ struct host_fault {
     uint16_t cs;                /* the host code selector it came from (0x23: compatibility mode) */
     unsigned trapno, err;
     uint64_t addr, rip;
+    uint64_t perf_data;         /* si_code TRAP_PERF: the guest breakpoint slot hit (breakpoints.h) */
 };
 
 /* Once, before guest code runs: start the stub machinery with room for
