@@ -15,7 +15,8 @@ that lands between glibc's `lock cmpxchg` of a FILE lock and the store of its ow
 the owner's reset and the releasing `xchg`, leaves the lock taken by nobody, and the shell's
 next clearerr(stdin) waits on it for ever (futex on stdin's lock). It happens natively (exit 1
 after a few hundred Ctrl-Cs here) and under ring3 about as often; QEMU TCG takes interrupts only
-between translation blocks, never inside that window, and does not show it.
+between translation blocks, never inside that window, and does not show it
+(guest/programs/lockwindow counts how often signals land there).
 """
 import argparse
 import os
