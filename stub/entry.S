@@ -173,7 +173,13 @@ stub_exit_restart:
     andl $EFLAGS_USER, %ecx
     orl $(EFLAGS_IF | 2), %ecx
     pushq %rcx
-    pushq $HOST_CS32
+    movzwl CTL_R_SEL(1)(%rax), %ecx     /* an LDT selector with RPL 3, else the flat 0x23 (protocol.h) */
+    movl %ecx, %edx
+    andl $7, %edx
+    cmpl $7, %edx
+    je 3f
+    movl $HOST_CS32, %ecx
+3:  pushq %rcx
     movl CTL_R_EIP(%rax), %ecx
     pushq %rcx
     movl CTL_R_REG(1)(%rax), %ecx

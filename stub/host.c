@@ -61,7 +61,7 @@ struct stub {
     clockid_t cpu_clock;                /* the stub's CPU time */
     struct since { uint64_t wall, cpu; } preempted;     /* when it was sent a preemption; 0: none owed */
     bool ready, dead;
-    uint32_t nmap, nunmap, ntls;
+    uint32_t nmap, nunmap, ntls, nldt;  /* nldt: queued straight into the control area */
     struct stub_range map[STUB_MAX_RANGES], unmap[STUB_MAX_RANGES];
     struct stub_tls tls[3];
     struct stub *next;                  /* every stub, for the exit handler */
@@ -367,6 +367,15 @@ void stub_queue_tls(struct stub *s, const struct stub_tls *d)
         s->ntls++;
 }
 
+bool stub_queue_ldt(struct stub *s, const struct stub_tls *d)
+{
+    /* The stub reads this area only when told to run, and no guest code runs here before. */
+    if (s->nldt >= STUB_LDT_MAX)
+        return false;
+    STUB_CTL_LDT(s->ctl)[s->nldt++] = *d;
+    return true;
+}
+
 /* ---- seccomp user notifications (seccomp_unotify(2)) ---- */
 
 /* ioctl, again after a host signal: the monitor's own timer (SIGALRM) may
@@ -483,6 +492,11 @@ int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
         c->ntls = s->ntls;
         s->ntls = 0;
         cmd |= STUB_CMD_TLS;
+    }
+    if (s->nldt) {
+        c->nldt = s->nldt;
+        s->nldt = 0;
+        cmd |= STUB_CMD_LDT;
     }
     if (xsave) {
         memcpy(STUB_CTL_FPU(c), xsave, xsave_size);

@@ -46,6 +46,9 @@ bool stub_queue_unmap(struct stub *s, uint32_t linear, uint32_t pages);
 bool stub_queue_map(struct stub *s, uint32_t linear, uint64_t gpa, uint32_t pages, int prot);
 /* set_thread_area (i386 ABI) of (d) in the stub, for host GDT TLS entries 12-14. */
 void stub_queue_tls(struct stub *s, const struct stub_tls *d);
+/* modify_ldt (func 0x11) of (d) in the stub: one entry of its host LDT.
+ * False when STUB_LDT_MAX entries are queued already. */
+bool stub_queue_ldt(struct stub *s, const struct stub_tls *d);
 
 /* Run guest code in (s) from (r) (cs 0x23), with the vector state (xsave,
  * XSAVE standard format; NULL: keep the stub's own). Carries out the queued

@@ -40,9 +40,11 @@
 #define STUB_TEXT_ADDR  0x1000000000ull    /* the stub's image is linked here ... */
 #define STUB_TEXT_END   0x1000100000ull    /* ... and ends below this (the filter's "stub code") */
 #define STUB_CTL_ADDR   0x2000000000ull    /* the control area in the stub */
-#define STUB_CTL_SIZE   0x4000u
+#define STUB_CTL_SIZE   0x24000u
 #define STUB_FPU_OFF    0x1000u            /* the XSAVE image inside the control area */
-#define STUB_FPU_MAX    (STUB_CTL_SIZE - STUB_FPU_OFF)
+#define STUB_LDT_OFF    0x4000u            /* then the LDT entries to write (STUB_CMD_LDT) */
+#define STUB_FPU_MAX    (STUB_LDT_OFF - STUB_FPU_OFF)
+#define STUB_LDT_MAX    8192u              /* a whole LDT (SDM vol. 3, 3.5.1) */
 #define STUB_MEMFD      100                /* guest memory's descriptor, only while mapping */
 #define STUB_NR_MAP     39                 /* __NR_getpid: the map site's call, sent to the monitor */
 #define STUB_MAX_RANGES 64
@@ -67,14 +69,16 @@
 #define STUB_CMD_FPU    0x2                /* load the vector state from fpu[] (else: keep the stub's) */
 #define STUB_CMD_TLS    0x4                /* set_thread_area for tls[0..ntls) */
 #define STUB_CMD_EXIT   0x8                /* exit(0) */
+#define STUB_CMD_LDT    0x10               /* modify_ldt (func 0x11) for ldt[0..nldt) */
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
 
 /* A guest register state, 32-bit. sel: host selectors in sreg order es cs ss
  * ds fs gs (in an event: as the CPU had them; cs 0x33 means guest code ran in
- * 64-bit mode). On resume cs must be 0x23 and ss a data selector; the stub
- * loads ds, es, fs and gs itself. */
+ * 64-bit mode). On resume cs must be 0x23 or an LDT selector with RPL 3 (the
+ * guest's own LDT code segment, mirrored there) and ss a data selector; the
+ * stub loads ds, es, fs and gs itself. */
 struct stub_regs {
     uint32_t regs[8];           /* eax ecx edx ebx esp ebp esi edi, ModRM order */
     uint32_t eip, eflags;
@@ -87,7 +91,7 @@ struct stub_range {
     uint32_t prot, pad;         /* map: PROT_* */
 };
 
-struct stub_tls {               /* the layout of the kernel's struct user_desc */
+struct stub_tls {               /* the layout of the kernel's struct user_desc (TLS and LDT entries) */
     uint32_t entry_number, base_addr, limit, flags;
 };
 
@@ -114,11 +118,15 @@ struct stub_ctl {
     uint64_t vdso;              /* STUB_EV_READY: the stub's vDSO base (AT_SYSINFO_EHDR), where the host
                                  * kernel's landing pad for a compat-mode sysenter lies (Intel) */
     uint64_t perf_data;         /* the event's si_perf_data (si_code TRAP_PERF: a guest breakpoint slot) */
+    uint32_t nldt, pad2;        /* STUB_CMD_LDT: how many of STUB_CTL_LDT's entries to write */
 };
 
 _Static_assert(sizeof(struct stub_ctl) <= STUB_FPU_OFF, "the control fields fit below the XSAVE image");
 
 #define STUB_CTL_FPU(ctl) ((uint8_t *)(ctl) + STUB_FPU_OFF)
+#define STUB_CTL_LDT(ctl) ((struct stub_tls *)((uint8_t *)(ctl) + STUB_LDT_OFF))
+_Static_assert(STUB_LDT_OFF + STUB_LDT_MAX * sizeof(struct stub_tls) <= STUB_CTL_SIZE,
+               "the LDT entries fit in the control area");
 #endif
 
 #endif

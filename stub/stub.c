@@ -116,7 +116,15 @@ static void set_tls(void)
     sys3(__NR_munmap, R3_SHARED, 4096, 0);
 }
 
-/* Unmaps, the checked map, TLS, exit: in that order. Returns the commands. */
+/* The guest's LDT entries the monitor found changed, at their own indices here (monitor/cpu/ldt.h). */
+static void set_ldt(void)
+{
+    uint32_t n = ctl->nldt < STUB_LDT_MAX ? ctl->nldt : STUB_LDT_MAX;
+    for (uint32_t i = 0; i < n; i++)
+        sys3(__NR_modify_ldt, 0x11, &STUB_CTL_LDT(ctl)[i], sizeof(struct stub_tls));
+}
+
+/* Unmaps, the checked map, TLS, LDT, exit: in that order. Returns the commands. */
 static uint32_t run_commands(void)
 {
     uint32_t cmd = ctl->cmd;
@@ -127,6 +135,8 @@ static uint32_t run_commands(void)
         stub_map();
     if (cmd & STUB_CMD_TLS)
         set_tls();
+    if (cmd & STUB_CMD_LDT)
+        set_ldt();
     if (cmd & STUB_CMD_EXIT)
         die(0);
     return cmd;
@@ -290,7 +300,7 @@ int stub_signal(int sig, struct k_siginfo *si, struct k_ucontext *uc)
     mc->rdi = r->regs[7];
     mc->r8 = mc->r9 = mc->r10 = mc->r11 = mc->r12 = mc->r13 = mc->r14 = mc->r15 = 0;
     mc->rip = r->eip;
-    mc->cs = HOST_CS32;
+    mc->cs = (r->sel[1] & 7) == 7 ? (uint16_t)r->sel[1] : HOST_CS32;   /* protocol.h */
     mc->ss = (uint16_t)r->sel[2];
     /* rt_sigreturn takes only FIX_EFLAGS from the frame and keeps IF set (signal.c) */
     mc->eflags = (r->eflags & EFLAGS_USER) | EFLAGS_IF | 2;
@@ -307,7 +317,7 @@ int stub_signal(int sig, struct k_siginfo *si, struct k_ucontext *uc)
 }
 
 /* ---- the seccomp filter (seccomp(2), classic BPF over struct seccomp_data) ---- */
-enum { L_NEXT, L_X64, L_SEND, L_RANGE, L_ALLOW, L_KILL, L_TRAP, L_NOTIF, L_N };
+enum { L_NEXT, L_X64, L_SEND, L_LDT, L_RANGE, L_ALLOW, L_KILL, L_TRAP, L_NOTIF, L_N };
 struct ins { uint16_t code; uint8_t jt, jf; uint32_t k; int label; };
 #define LD(off)           { BPF_LD | BPF_W | BPF_ABS, 0, 0, (off), -1 }
 #define JEQ(k, t, f)      { BPF_JMP | BPF_JEQ | BPF_K, t, f, (k), -1 }
@@ -347,6 +357,7 @@ static const struct ins filter_src[] = {
     JEQ(__NR_close, L_ALLOW, L_NEXT),
     JEQ(STUB_NR_MAP, L_NOTIF, L_NEXT),
     JEQ(__NR_sendmsg, L_SEND, L_NEXT),
+    JEQ(__NR_modify_ldt, L_LDT, L_NEXT),
     JEQ(__NR_munmap, L_RANGE, L_NEXT),
     JEQ(__NR_mmap, L_NEXT, L_KILL),
     LD(D_ARG_LO(3)), JSET(MAP_FIXED, L_RANGE, L_KILL),
@@ -354,6 +365,10 @@ static const struct ins filter_src[] = {
     LABEL(L_SEND),
     LD(D_ARG_HI(0)), JEQ(0, L_NEXT, L_KILL),
     LD(D_ARG_LO(0)), JEQ(STUB_FD_SOCK, L_ALLOW, L_KILL),
+    /* modify_ldt only to write one entry: what guest code could make of it, a code or data
+     * segment of DPL 3, it reaches through the host's own selectors anyway */
+    LABEL(L_LDT),
+    LD(D_ARG_LO(0)), JEQ(0x11, L_ALLOW, L_KILL),
     /* addr and len below 4 GiB and addr <= 2^32 - len (32-bit arithmetic: -len) */
     LABEL(L_RANGE),
     LD(D_ARG_HI(0)), JEQ(0, L_NEXT, L_KILL),

@@ -9,6 +9,7 @@
 
 size_t fetch_code(struct vcpu *v, uint32_t eip, uint8_t *code, size_t max)
 {
+    eip += v->sreg[SREG_CS].base;       /* a code segment of the guest's LDT may have a base */
     size_t in_page = PAGE_SIZE - (eip & (PAGE_SIZE - 1));
     size_t len = max <= in_page || mmu_readable(v, eip + (uint32_t)in_page) ? max : in_page;
     mmu_read(v, eip, code, (uint32_t)len, false);

@@ -39,12 +39,13 @@ bool insert_emulate(struct vcpu *v, bool undefined_opcode)
     fetch_capstone(v, &cs, &insn);
     /* The bytes up to the end of the page first: a short instruction at the end of a page
      * must not fault on the next one. Only an instruction that goes on there reads it. */
-    size_t in_page = 0x1000u - (eip & 0xFFFu), len = in_page < FETCH_MAX ? in_page : FETCH_MAX;
-    mmu_read(v, eip, code, (uint32_t)len, false);
+    uint32_t at = v->sreg[SREG_CS].base + eip;     /* a code segment of the guest's LDT may have a base */
+    size_t in_page = 0x1000u - (at & 0xFFFu), len = in_page < FETCH_MAX ? in_page : FETCH_MAX;
+    mmu_read(v, at, code, (uint32_t)len, false);
     enum insert_decoded r = insert_decode(cs, insn, code, len, undefined_opcode, &site);
     if (r == INSERT_SHORT && len < FETCH_MAX) {
         len = FETCH_MAX;
-        mmu_read(v, eip, code, (uint32_t)len, false);
+        mmu_read(v, at, code, (uint32_t)len, false);
         r = insert_decode(cs, insn, code, len, undefined_opcode, &site);
     }
     if (r != INSERT_SITE || (!site.marked && v->cpl != 0)) {

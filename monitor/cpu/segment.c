@@ -1,10 +1,13 @@
 /* Segment descriptors and segment registers (SDM vol. 3, ch. 3 and 5), mapped onto host selectors.
  *
- * Guest code always runs with the host's flat compatibility-mode CS; the
- * guest's CS is virtual and must be flat. A data segment that is flat runs
+ * Guest kernel code always runs with the host's flat compatibility-mode CS;
+ * the guest's CS is virtual and must be flat there. User code runs on it too,
+ * or on a code segment of the guest's own LDT, which ldt.c mirrors into the
+ * host LDT of the process user code runs in. A data segment that is flat runs
  * on the host's flat data selector; a null one on a real null selector (so
- * that using it faults as it should); any other is copied into a host LDT
- * entry of its own, so the CPU applies its base and limit for real.
+ * that using it faults as it should); a user one of the guest's LDT on its
+ * own selector where the host LDT mirrors it; any other is copied into a host
+ * LDT entry of ring3's own, so the CPU applies its base and limit for real.
  *
  * At CPL 3, flat DS, ES and SS run on one more LDT entry, flat but for a limit
  * below the guest kernel's mapped pages (mmu.c says where), so that a user
@@ -23,6 +26,8 @@
 
 #include "segment.h"
 
+#include "ldt.h"
+
 #include "monitor/mmu/mmu.h"
 
 #include "vcpu.h"
@@ -37,9 +42,13 @@
 
 static unsigned dpl_of(const struct seg *s) { return (s->attr >> 5) & 3; }
 
-/* ring3's own host LDT entry for user DS, ES and SS in its own process (seg_set_user_limit). */
-#define LDT_USER 6
+/* ring3's own host LDT entries sit above the guest LDT entries it mirrors (ldt.h): one per
+ * segment register for segments with a base or a limit, then the one user DS, ES and SS run
+ * on in its own process (seg_set_user_limit). */
+#define LDT_OWN(sreg) (LDT_OWN_FIRST + (sreg))
+#define LDT_USER LDT_OWN(6)
 #define USER_SEL ((LDT_USER << 3) | 4 | 3)
+_Static_assert(LDT_USER < LDT_ENTRIES, "ring3's own LDT entries fit in the LDT");
 
 void seg_decode(uint64_t raw, uint16_t selector, struct seg *out)
 {
@@ -309,13 +318,27 @@ void seg_publish(struct vcpu *v)
     for (unsigned i = 0; i < 6; i++)
         sh->vsel[i] = v->sreg[i].sel;
     sh->cpl = (v->cr0 & CR0_PE) ? v->cpl : 0xFF;
+    /* User code in a code segment of the guest's LDT runs on it in ring3's own
+     * process, where the host LDT mirrors the guest's (ldt.c); all other
+     * guest code on the flat one. */
+    uint16_t cs = v->sreg[SREG_CS].sel;
+    sh->sel[SREG_CS] = v->isolation == ISOLATION_NONE && v->cpl == 3 && (cs & 3) == 3 &&
+                       ldt_mirrored_here(cs) ? cs : HOST_CS32;
 }
+
+/* What ring3's own host LDT entry for each segment register holds. */
+static struct seg own_entry[6];
+static bool own_entry_valid[6];
 
 /* The host selector that gives guest segment (s) its base and limit. */
 static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s)
 {
     if ((s->sel & ~3u) == 0 && sreg != SREG_SS && sreg != SREG_CS)
         return 0;
+    /* A user segment of the guest's LDT, in ring3's own process: its own
+     * selector, which the host LDT there mirrors (ldt.c). */
+    if (v->isolation == ISOLATION_NONE && ldt_mirrored_here(s->sel) && dpl_of(s) == 3 && sreg != SREG_CS)
+        return s->sel;
     if (sreg != SREG_SS && sreg != SREG_CS && is_tls_selector(s->sel) && tls_sync(v, s))
         return s->sel | 3;
     bool expand_down = !(s->attr & ATTR_CODE) && (s->attr & ATTR_CONF);
@@ -325,9 +348,13 @@ static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s
         return sreg != SREG_FS && sreg != SREG_GS && v->cpl == 3 && v->user_limit ? USER_SEL
                                                                                  : HOST_DS;
     }
+    uint16_t own = (uint16_t)((LDT_OWN(sreg) << 3) | 4 | 3);
+    if (own_entry_valid[sreg] && own_entry[sreg].base == s->base && own_entry[sreg].limit == s->limit &&
+        own_entry[sreg].attr == s->attr)
+        return own;
     struct user_desc d;
     memset(&d, 0, sizeof d);
-    d.entry_number = sreg;
+    d.entry_number = LDT_OWN(sreg);
     d.base_addr = s->base;
     d.limit_in_pages = (s->attr & ATTR_G) ? 1 : 0;
     d.limit = d.limit_in_pages ? s->limit >> 12 : s->limit;
@@ -335,12 +362,15 @@ static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s
     d.contents = expand_down ? 1 : 0;
     d.read_exec_only = (s->attr & ATTR_RW) ? 0 : 1;
     v->sh->segc[sreg].sel = SEGC_NONE;      /* its LDT entry changes: forget what it held */
+    own_entry_valid[sreg] = false;
     if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0) {
         TRACE(v, "modify_ldt failed for %04x; using the flat segment", s->sel);
         return HOST_DS;
     }
-    TRACE(v, "segment %u base %08x limit %08x on host LDT entry %u", sreg, s->base, s->limit, sreg);
-    return (uint16_t)((sreg << 3) | 4 | 3);
+    own_entry[sreg] = *s;
+    own_entry_valid[sreg] = true;
+    TRACE(v, "segment %u base %08x limit %08x on host LDT entry %u", sreg, s->base, s->limit, LDT_OWN(sreg));
+    return own;
 }
 
 void seg_set(struct vcpu *v, unsigned sreg, uint16_t selector, const struct seg *cache)
@@ -451,9 +481,36 @@ void seg_null_inaccessible(struct vcpu *v, unsigned cpl)
     }
 }
 
+/* In a stub, a guest LDT selector is its own there (ldt.h) and stands for
+ * what virtual register (r) holds while it is unchanged; ring3's own process
+ * has that segment under the host selector it gave it, which (real) must not
+ * replace in the shared page. */
+static bool stub_ldt_unchanged(struct vcpu *v, unsigned r, uint16_t real)
+{
+    if (v->isolation != ISOLATION_PROCESS || !(real & 4) || real != v->sreg[r].sel)
+        return false;
+    v->sh->sel[r] = v->host_sel[r];
+    return true;
+}
+
+bool seg_user_code(const struct vcpu *v, uint16_t cs)
+{
+    return cs == HOST_CS32 || ((cs & 7) == 7 && cs == v->sreg[SREG_CS].sel);
+}
+
 void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint64_t gsbase)
 {
     static const unsigned data_segs[] = {SREG_ES, SREG_DS, SREG_FS, SREG_GS};
+    /* User code may far-jump between the flat code segment and the code
+     * segments of the guest's LDT, which the host LDT it runs with mirrors. */
+    uint16_t cs = real[SREG_CS];
+    uint64_t raw;
+    bool ldt_code = (cs & 7) == 7 && (v->isolation == ISOLATION_PROCESS || ldt_mirrored_here(cs));
+    if (cs != v->sreg[SREG_CS].sel && (ldt_code || cs == HOST_CS32) && seg_read_descriptor(v, cs, &raw)) {
+        seg_decode(raw, cs, &v->sreg[SREG_CS]);
+        TRACE(v, "user code went to code segment %04x", cs);
+    }
+    stub_ldt_unchanged(v, SREG_SS, real[SREG_SS]);
     for (unsigned i = 0; i < 4; i++) {
         unsigned r = data_segs[i];
         uint16_t sel = real[r];
@@ -461,6 +518,8 @@ void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint
         uint64_t raw;
 
         if (sel == v->host_sel[r])
+            continue;
+        if (stub_ldt_unchanged(v, r, sel))
             continue;
         if (sel == USER_SEL) {
             /* Our limited flat segment, copied from DS to ES or back. */
@@ -470,11 +529,15 @@ void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint
         }
         /* Guest user code loaded a selector itself: the host accepted it, so
          * it is one the guest GDT gives the same meaning (the flat user
-         * segments, a TLS entry), or null. */
+         * segments, a TLS entry), an entry of the guest LDT (mirrored there
+         * by ldt.c), or null. */
         if ((sel & ~3u) && seg_read_descriptor(v, sel, &raw))
             seg_decode(raw, sel, &s);
         v->sreg[r] = s;
-        v->host_sel[r] = v->sh->sel[r] = sel;
+        /* An LDT segment a stub's code loaded: ring3's own process has its
+         * descriptor only in an entry of its own. */
+        v->host_sel[r] = v->sh->sel[r] = v->isolation == ISOLATION_PROCESS && (sel & 4)
+                                              ? host_selector(v, r, &s) : sel;
         if (r == SREG_FS)
             v->sh->fsbase = fsbase;
         if (r == SREG_GS)

@@ -49,6 +49,11 @@ void seg_tls_descriptor(struct vcpu *v, unsigned i, struct user_desc *d);
  * process itself; take it into the virtual state. */
 void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint64_t gsbase);
 
+/* Whether host code selector (cs) of an event is guest user code's own: the
+ * flat compatibility-mode selector, or the guest LDT code segment its virtual
+ * CS holds (in a stub, where the LDT is mirrored). */
+bool seg_user_code(const struct vcpu *v, uint16_t cs);
+
 /* Point the host LDT's user data entry at [0, top): the segment user mode's
  * flat DS and ES run on while supervisor pages at and above (top) stay
  * mapped. Returns false when the host refuses (the caller unmaps instead). */

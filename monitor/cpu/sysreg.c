@@ -6,6 +6,7 @@
 
 #include "access.h"
 #include "emulate.h"
+#include "ldt.h"
 #include "segment.h"
 #include "vcpu.h"
 
@@ -83,6 +84,7 @@ void sysreg_load_system_segment(struct vcpu *v, bool task, uint16_t sel)
         if (task)
             vcpu_raise(v, VEC_GP, 0);
         memset(dst, 0, sizeof *dst);
+        ldt_loaded(v);
         return;
     }
     uint64_t raw;
@@ -103,6 +105,8 @@ void sysreg_load_system_segment(struct vcpu *v, bool task, uint16_t sel)
     }
     *dst = s;
     TRACE(v, "%s <- %04x base %08x limit %08x", task ? "tr" : "ldtr", sel, s.base, s.limit);
+    if (!task)
+        ldt_loaded(v);
 }
 
 void sysreg_selector_query(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)

@@ -46,6 +46,7 @@
 #define TRAP_DB 1
 #define TRAP_BP 3
 #define TRAP_OF 4
+#define TRAP_NP 11
 #define TRAP_SS 12
 #define TRAP_GP 13
 #define TRAP_PF 14
@@ -88,7 +89,7 @@ static void shared_to_context(struct vcpu *v, ucontext_t *uc)
     uc->uc_mcontext.gregs[REG_RIP] = v->sh->eip;
     uc->uc_mcontext.gregs[REG_EFL] = (v->sh->eflags & FL_USER) | FL_IF | 2;
     /* CS, GS, FS and SS share one field: cs | gs << 16 | fs << 32 | ss << 48. */
-    uint64_t csgsfs = HOST_CS32 | (uint64_t)(v->sh->sel[SREG_GS] & 0xFFFF) << 16 |
+    uint64_t csgsfs = (v->sh->sel[SREG_CS] & 0xFFFF) | (uint64_t)(v->sh->sel[SREG_GS] & 0xFFFF) << 16 |
                       (uint64_t)(v->sh->sel[SREG_FS] & 0xFFFF) << 32 |
                       (uint64_t)(v->sh->sel[SREG_SS] & 0xFFFF) << 48;
     uc->uc_mcontext.gregs[REG_CSGSFS] = (greg_t)csgsfs;
@@ -99,9 +100,10 @@ static void shared_to_context(struct vcpu *v, ucontext_t *uc)
 /* Guest user code may have loaded DS, ES, FS or GS itself. The host's signal
  * delivery leaves all four selectors and the GS base as the guest had them;
  * r3_signal_entry handed over the FS base. */
-static void sync_user_segments(struct vcpu *v, uint64_t fsbase)
+static void sync_user_segments(struct vcpu *v, uint64_t fsbase, uint16_t cs)
 {
     uint16_t real[6] = {0};
+    real[SREG_CS] = cs;
     uint64_t gsbase;
     __asm__ volatile("mov %%es, %0" : "=r"(real[SREG_ES]));
     __asm__ volatile("mov %%ds, %0" : "=r"(real[SREG_DS]));
@@ -208,7 +210,7 @@ static void step_after(struct vcpu *v, bool tf)
 static bool sysenter_at(struct vcpu *v, uint32_t eip, bool tf)
 {
     uint8_t insn[2];
-    mmu_read(v, eip, insn, 2, false);
+    mmu_read(v, v->sreg[SREG_CS].base + eip, insn, 2, false);
     if (insn[0] != 0x0F || insn[1] != 0x34)
         return false;
     emulate_entry(v, R3_E_SYSENTER, 0, 0);
@@ -269,6 +271,10 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
         signal_kind = STAT_GP;
         if (trapno == TRAP_GP && err == 0 && v->cpl == 3 && v->isolation == ISOLATION_NONE)
             memop_runtime_access(v);    /* raises the guest's #PF where ring3's runtime is */
+        /* A segment the guest gave its own base, limit or presence (its LDT's, mirrored by
+         * monitor/cpu/ldt.c) faults as the CPU says: #NP, #SS or #GP with the selector. */
+        if (trapno == TRAP_NP || trapno == TRAP_SS)
+            vcpu_raise(v, trapno == TRAP_NP ? VEC_NP : VEC_SS, (int)(err & 0xFFFF));
         vcpu_raise(v, VEC_GP, trapno == TRAP_GP ? (int)(err & 0xFFFF) : 0);
     case SIGILL:
         signal_kind = STAT_ILLEGAL;
@@ -286,7 +292,7 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
          * host reports the address after the instruction. */
         uint8_t insn[2];
         v->fault_eip = v->sh->eip - 2;
-        mmu_read(v, v->sh->eip - 2, insn, 2, false);
+        mmu_read(v, v->sreg[SREG_CS].base + v->fault_eip, insn, 2, false);
         if (insn[0] == 0xCD) {
             vcpu_soft_int(v, insn[1]);      /* clears TF: no step follows (SDM vol. 3, 17.3.1.4) */
             return;
@@ -361,7 +367,7 @@ static void guest_event(struct vcpu *v, const struct host_fault *f)
         bool tf = v->sh->eflags & FL_TF;
         host_took_sysenter(v);
         step_after(v, tf);
-    } else if (f->sig == SIGKILL || f->rip >= (1ull << 32) || f->cs != HOST_CS32) {
+    } else if (f->sig == SIGKILL || f->rip >= (1ull << 32) || !seg_user_code(v, f->cs)) {
         /* Guest code got into 64-bit mode (a far jump to the host's selector
          * 0x33, which the guest's GDT makes a 32-bit code segment: on the
          * guest's CPU the code there would run as 32-bit code, which ring3
@@ -386,7 +392,8 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
      * process that far-jumped into 64-bit mode (selector 0x33) and runs
      * below the runtime area, where no monitor code is. */
     bool in_guest = (cs == HOST_CS32 && !runtime_in_stubs(rip)) ||
-                    (cs == HOST_CS64 && rip < R3_RUNTIME_BASE && v->cpl == 3);
+                    (cs == HOST_CS64 && rip < R3_RUNTIME_BASE && v->cpl == 3) ||
+                    ((cs & 7) == 7 && v->cpl == 3);     /* a code segment of the guest's LDT */
     /* A single step in the runtime's 32-bit stubs: guest code called a site
      * with TF set (debug_trap); the stub has not run an instruction yet. */
     if (sig == SIGTRAP && cs == HOST_CS32 && runtime_in_stubs(rip))
@@ -467,7 +474,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     context_to_shared(v, uc);
     seg_take_fast_loads(v);
     if (v->cpl == 3)
-        sync_user_segments(v, interrupted_fsbase);
+        sync_user_segments(v, interrupted_fsbase, cs);
     guest_event(v, &f);
     if (v->cpl == 3 && v->isolation == ISOLATION_PROCESS)
         run_user_from_signal(v, uc);

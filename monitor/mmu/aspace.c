@@ -28,6 +28,7 @@
 #include "machine/platform.h"
 #include "memory/guestmem.h"
 #include "monitor/cpu/emulate.h"
+#include "monitor/cpu/ldt.h"
 #include "monitor/cpu/runtime.h"
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
@@ -59,6 +60,8 @@ struct aspace {
     uint64_t last_run;
     bool tls_known;
     struct user_desc tls[3];        /* what its host GDT TLS entries hold */
+    struct ldt_mirror *ldt;         /* what its host LDT holds of the guest's (NULL: nothing yet) */
+    uint64_t ldt_gen;               /* ldt_gen() when that was last brought up to date */
     unsigned nmap, nunmap;
     struct pending_map map[MAX_PENDING_MAPS];
     struct page_run { uint32_t first, end; } unmap[STUB_MAX_RANGES];
@@ -194,7 +197,27 @@ static int by_linear(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Hand the queued changes and the TLS entries to the stub. Maps of
+static void queue_ldt(void *stub, const struct user_desc *d)
+{
+    stub_queue_ldt(stub, (const struct stub_tls *)d);
+}
+
+/* The stub's host LDT as the guest's is now, after an lldt since it was last
+ * brought up to date. Its mirror is made once a guest LDT is loaded. */
+static void push_ldt(struct vcpu *v, struct aspace *as)
+{
+    if (as->ldt_gen == ldt_gen())
+        return;
+    if (!as->ldt && (v->ldtr.sel & ~3u) && !(as->ldt = calloc(1, sizeof *as->ldt)))
+        TRACE(v, "no memory for the LDT of address space %08x", as->pd);
+    if (as->ldt)
+        ldt_update(v, as->ldt, STUB_LDT_MAX, queue_ldt, as->stub);
+    as->ldt_gen = ldt_gen();
+}
+
+_Static_assert(sizeof(struct user_desc) == sizeof(struct stub_tls), "user_desc is the stub's entry");
+
+/* Hand the queued changes and the TLS and LDT entries to the stub. Maps of
  * neighbouring pages on neighbouring frames with the same rights go as one. */
 static void push_changes(struct vcpu *v, struct aspace *as)
 {
@@ -219,6 +242,7 @@ static void push_changes(struct vcpu *v, struct aspace *as)
         }
     }
     as->tls_known = true;
+    push_ldt(v, as);
 }
 
 /* The user state in the shared page, as the stub resumes it. */
@@ -230,6 +254,11 @@ static void regs_from_shared(const struct vcpu *v, struct stub_regs *r)
     for (unsigned i = 0; i < 6; i++)
         r->sel[i] = v->sh->sel[i];
     r->sel[SREG_CS] = HOST_CS32;
+    /* Segments of the guest's LDT are the stub's own (push_ldt), code included
+     * (protocol.h); ring3's own process has them in entries of its own. */
+    for (unsigned i = 0; i < 6; i++)
+        if ((v->sreg[i].sel & 4) && (v->sreg[i].attr & 0x80))
+            r->sel[i] = v->sreg[i].sel;
 }
 
 /* Wait for the stub's next event. While its code computes, the devices are
@@ -274,6 +303,9 @@ static void stub_lost(struct vcpu *v, struct aspace *as)
     as->nmap = as->nunmap = 0;
     mmu_tlb_forget(as->tlb);
     as->tls_known = false;
+    if (as->ldt)
+        as->ldt->n = 0;             /* a new stub's LDT is empty */
+    as->ldt_gen = 0;
     struct stub_regs r;
     regs_from_shared(v, &r);
     struct host_fault f = {.sig = SIGKILL, .cs = HOST_CS32, .rip = r.eip};

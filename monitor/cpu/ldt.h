@@ -1,0 +1,54 @@
+/* The guest's LDT mirrored into the host LDT of the process that runs guest user code.
+ *
+ * Guest user code is not rewritten: it loads LDT selectors itself (mov to a
+ * segment register, a far transfer, lar, lsl, verr), and the CPU looks them
+ * up in the LDT of the host process it runs in. So that a selector means
+ * there what it means in the guest, each entry of the guest's LDT is copied,
+ * at the same index, into the host LDT of that process through modify_ldt:
+ * ring3's own process with --isolation=none, the address space's stub
+ * otherwise. Linux never changes an LDT in place: modify_ldt installs a new
+ * one and every CPU reloads LDTR (arch/x86/kernel/ldt.c, install_ldt), so the
+ * copy is brought up to date after each lldt.
+ */
+#ifndef RING3_LDT_H
+#define RING3_LDT_H
+
+#include <asm/ldt.h>                /* LDT_ENTRIES (8192, SDM vol. 3, 3.5.1), struct user_desc */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vcpu.h"
+
+/* ring3's own host LDT entries in its own process sit at the top of the
+ * table, above every guest entry it mirrors there (segment.c). */
+#define LDT_OWN_FIRST (LDT_ENTRIES - 7)
+
+/* What one host LDT holds of the guest's: raw descriptors, [0, n). */
+struct ldt_mirror {
+    uint64_t gen;                   /* ldt_gen() when last brought up to date */
+    unsigned n;
+    uint64_t raw[LDT_ENTRIES];
+};
+
+/* The descriptor a host modify_ldt (func 0x11) takes for guest LDT entry
+ * (index) whose raw descriptor is (raw): the inverse of the kernel's
+ * fill_ldt. Anything but a present or absent DPL-3 code or data segment
+ * (what Linux's modify_ldt writes) becomes an empty entry. */
+void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d);
+
+/* LDTR was loaded (lldt): the guest's LDT may be new. */
+void ldt_loaded(struct vcpu *v);
+
+/* Counts ldt_loaded calls: a mirror older than this may be out of date. */
+uint64_t ldt_gen(void);
+
+/* Bring (m) up to the guest's LDT now, at most (max) entries: (write) gets
+ * each entry that changed, to pass to its host modify_ldt. */
+void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
+                void (*write)(void *ctx, const struct user_desc *d), void *ctx);
+
+/* Whether guest user code's LDT selector (sel) has its guest descriptor in
+ * ring3's own host LDT (--isolation=none), at the same index. */
+bool ldt_mirrored_here(uint16_t sel);
+
+#endif

@@ -1,0 +1,36 @@
+"""A guest process's own LDT (modify_ldt): guest/programs/ldt, run natively and under ring3.
+
+The program installs data segments with a base and a limit, read-only, expand-down and
+not-present ones, and code segments (flat, and with a base) that it far-calls; it reports
+lar and lsl of each, the signal every access outside the rules raises, the selectors a signal
+frame holds, and the table after fork, after an entry is cleared and after exec. Natively, this
+host's CPU and kernel are the oracle: under ring3 the guest kernel keeps the table, and ring3
+mirrors it into the host LDT of the process that runs the guest process's code
+(monitor/cpu/ldt.c), a stub or ring3's own.
+"""
+import subprocess
+
+import pytest
+
+from conftest import BUILD, ring3_ok
+
+LDT = BUILD / "guest" / "programs" / "ldt"
+
+
+@pytest.fixture(scope="module")
+def native():
+    p = subprocess.run([LDT], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "far call, based: ok" in p.stdout, p.stdout
+    return p.stdout.splitlines()
+
+
+def differences(mine, native):
+    return "\n".join(f"native: {n!r}\nring3:  {m!r}" for n, m in zip(native, mine) if n != m)
+
+
+@pytest.mark.parametrize("isolation", ["process", "none"])
+def test_ldt_segments_as_natively(isolation, native):
+    out = ring3_ok("ldt", "--isolation", isolation, timeout=120)
+    mine = out.replace("\r", "").splitlines()
+    assert mine == native, differences(mine, native) or f"{len(mine)} lines, natively {len(native)}"
