@@ -21,6 +21,7 @@
 #define D_G          (1ull << 55)
 
 static uint64_t generation = 1;
+static unsigned here_entries;       /* how many entries the guest's LDT has in ring3's own process */
 
 void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d)
 {
@@ -48,7 +49,8 @@ void ldt_loaded(struct vcpu *v)
     generation++;
     if (v->isolation == ISOLATION_NONE) {
         static struct ldt_mirror here;
-        ldt_update(v, &here, LDT_OWN_FIRST, NULL, NULL);
+        ldt_update(v, &here, LDT_ENTRIES, NULL, NULL);
+        here_entries = (v->ldtr.sel & ~3u) ? (v->ldtr.limit + 1) / 8 : 0;
     }
 }
 
@@ -106,7 +108,12 @@ void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
     m->gen = generation;
 }
 
+bool ldt_covers_here(unsigned index)
+{
+    return index < here_entries;
+}
+
 bool ldt_mirrored_here(uint16_t sel)
 {
-    return (sel & 4) && (sel >> 3) < LDT_OWN_FIRST;
+    return (sel & 4) && ldt_covers_here(sel >> 3u);
 }

@@ -20,7 +20,8 @@
 #include "vcpu.h"
 
 /* ring3's own host LDT entries in its own process sit at the top of the
- * table, above every guest entry it mirrors there (segment.c). */
+ * table (segment.c), where only a guest LDT of more than 8184 entries
+ * reaches: such a guest entry wins, and ring3 does without its own. */
 #define LDT_OWN_FIRST (LDT_ENTRIES - 7)
 
 /* What one host LDT holds of the guest's: raw descriptors, [0, n). */
@@ -47,8 +48,12 @@ uint64_t ldt_gen(void);
 void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
                 void (*write)(void *ctx, const struct user_desc *d), void *ctx);
 
-/* Whether guest user code's LDT selector (sel) has its guest descriptor in
- * ring3's own host LDT (--isolation=none), at the same index. */
+/* Whether the guest's LDT, mirrored into ring3's own host LDT with
+ * --isolation=none, has entry (index) there; then ring3 may not use it. */
+bool ldt_covers_here(unsigned index);
+
+/* Whether LDT selector (sel) has its guest descriptor in ring3's own host
+ * LDT (--isolation=none), at the same index. */
 bool ldt_mirrored_here(uint16_t sel);
 
 #endif

@@ -221,16 +221,33 @@ void seg_tls_descriptor(struct vcpu *v, unsigned i, struct user_desc *d)
         tls_empty(TLS_FIRST + i, d);
 }
 
+/* Whether ring3 may use its own LDT entry (index) in its own process: not
+ * where the guest's LDT, mirrored there, has one (ldt.h). Its entries are
+ * written again after every lldt (own_gen), which may have covered or
+ * emptied them. */
+static uint64_t own_gen;
+
+static bool own_entry_free(struct vcpu *v, unsigned index)
+{
+    if (v->isolation == ISOLATION_NONE && ldt_covers_here(index)) {
+        TRACE(v, "host LDT entry %u is the guest's: ring3 does without its own", index);
+        return false;
+    }
+    return true;
+}
+
 /* The host LDT entry of user mode's flat data segments, after one per sreg. */
 static uint32_t user_top;           /* what entry LDT_USER now ends below; 0: not set */
+static uint64_t user_gen;
 
 bool seg_set_user_limit(struct vcpu *v, uint32_t top)
 {
     struct user_desc d;
 
-    if (top == user_top)
+    if (top == user_top && user_gen == ldt_gen())
         return true;
-    if (top < 0x1000)
+    user_top = 0;
+    if (top < 0x1000 || !own_entry_free(v, LDT_USER))
         return false;
     memset(&d, 0, sizeof d);
     d.entry_number = LDT_USER;
@@ -240,6 +257,7 @@ bool seg_set_user_limit(struct vcpu *v, uint32_t top)
     if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0)
         return false;
     user_top = top;
+    user_gen = ldt_gen();
     TRACE(v, "user data segments end below %08x", top);
     return true;
 }
@@ -349,9 +367,15 @@ static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s
                                                                                  : HOST_DS;
     }
     uint16_t own = (uint16_t)((LDT_OWN(sreg) << 3) | 4 | 3);
+    if (own_gen != ldt_gen()) {
+        memset(own_entry_valid, 0, sizeof own_entry_valid);
+        own_gen = ldt_gen();
+    }
     if (own_entry_valid[sreg] && own_entry[sreg].base == s->base && own_entry[sreg].limit == s->limit &&
         own_entry[sreg].attr == s->attr)
         return own;
+    if (!own_entry_free(v, LDT_OWN(sreg)))
+        return HOST_DS;
     struct user_desc d;
     memset(&d, 0, sizeof d);
     d.entry_number = LDT_OWN(sreg);
@@ -501,12 +525,15 @@ bool seg_user_code(const struct vcpu *v, uint16_t cs)
 void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint64_t gsbase)
 {
     static const unsigned data_segs[] = {SREG_ES, SREG_DS, SREG_FS, SREG_GS};
-    /* User code may far-jump between the flat code segment and the code
-     * segments of the guest's LDT, which the host LDT it runs with mirrors. */
+    /* User code may far-jump between the code segments of the guest's LDT,
+     * which the host LDT it runs with mirrors, and back to the flat one. (Any
+     * GDT code segment of the guest runs on the host's flat 0x23: its 0x33 too,
+     * which is 64-bit on the host.) */
     uint16_t cs = real[SREG_CS];
     uint64_t raw;
     bool ldt_code = (cs & 7) == 7 && (v->isolation == ISOLATION_PROCESS || ldt_mirrored_here(cs));
-    if (cs != v->sreg[SREG_CS].sel && (ldt_code || cs == HOST_CS32) && seg_read_descriptor(v, cs, &raw)) {
+    bool from_ldt = cs == HOST_CS32 && (v->sreg[SREG_CS].sel & 4);
+    if (cs != v->sreg[SREG_CS].sel && (ldt_code || from_ldt) && seg_read_descriptor(v, cs, &raw)) {
         seg_decode(raw, cs, &v->sreg[SREG_CS]);
         TRACE(v, "user code went to code segment %04x", cs);
     }
