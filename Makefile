@@ -40,11 +40,12 @@ clean:
 	rm -rf $(B)/bin $(B)/obj $(B)/tests $(B)/testguests
 
 # The default guest: Linux with the busybox initramfs, on this terminal (README).
-# ROOT=debian: the same kernel with build/rootfs.img (make rootfs) as its root disk.
+# ROOT=debian: the same kernel with build/rootfs.img (make rootfs) as its root disk;
+# INIT=systemd: build/rootfs-systemd.img, the same root with systemd as init.
 ROOT ?=
 ifeq ($(ROOT),debian)
-RUN_DEPS := $(B)/rootfs.img
-RUN_ARGS := --disk $(B)/rootfs.img --append root=/dev/vda
+RUN_DEPS = $(ROOTFS_RUN_IMG)
+RUN_ARGS = --disk $(ROOTFS_RUN_IMG) --append root=/dev/vda
 else ifneq ($(ROOT),)
 $(error ROOT=$(ROOT): the only other root is ROOT=debian)
 endif

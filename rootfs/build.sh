@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Builds ring3's Debian 12 (bookworm) i386 root filesystem: an ext4 image for the guest's
 # virtio disk, and the unpacked tree beside it (the native benchmark chroots into it).
-# Usage: rootfs/build.sh DIR IMAGE   (mk/rootfs.mk: build/rootfs build/rootfs.img)
+# Usage: rootfs/build.sh DIR IMAGE [INIT]   (mk/rootfs.mk: build/rootfs build/rootfs.img)
 #   DIR/tree                the root (mmdebstrap, minbase + gcc, make, sysvinit, gdb, strace)
 #   DIR/patch-2.7.6.tar.xz  GNU patch's upstream source, also in the root's /usr/src
 #   IMAGE                   ext4 of DIR/tree, 2 GiB sparse, label ring3-root
+# INIT is sysvinit (the default) or systemd: the same root with systemd as PID 1 and
+# ring3-console as a unit of its own (rootfs/ring3-console.service).
 # Packages come from the mirror that the system's apt sources name. Needs root (mmdebstrap's
 # root mode, chroot, file ownership); through sudo when not root.
 set -euo pipefail
 
-[ $# -eq 2 ] || { echo "usage: $0 DIR IMAGE" >&2; exit 2; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: $0 DIR IMAGE [sysvinit|systemd]" >&2; exit 2; }
+INIT=${3:-sysvinit}
+case "$INIT" in
+sysvinit|systemd) ;;
+*) echo "rootfs: INIT=$INIT: the root's init is sysvinit or systemd" >&2; exit 2 ;;
+esac
 if [ "$(id -u)" -ne 0 ]; then
     exec sudo -- "$0" "$@"
 fi
@@ -28,7 +35,15 @@ IMAGE_SIZE=2G
 # minbase (Essential, Priority: required, apt) plus these, without recommends.
 # xz-utils: tar needs xz for the .tar.xz; e2fsprogs: fsck.ext4 for checkroot.sh; gdb and
 # strace: debuggers inside the guest (tests/test_debian.py).
-PACKAGES=gcc,make,patch,libc6-dev,sysvinit-core,e2fsprogs,procps,xz-utils,gdb,strace
+PACKAGES=gcc,make,patch,libc6-dev,e2fsprogs,procps,xz-utils,gdb,strace
+# init: sysvinit's, or systemd's (dbus for systemctl's and logind's bus, udev for devices).
+if [ "$INIT" = systemd ]; then
+    PACKAGES=$PACKAGES,systemd-sysv,dbus,udev
+else
+    PACKAGES=$PACKAGES,sysvinit-core
+fi
+# CPython and its own regression tests (tests/test_debian.py runs some against the kernel).
+PACKAGES=$PACKAGES,python3,libpython3.11-testsuite
 # the network: DHCP at boot, ssh in, and what measures it
 PACKAGES=$PACKAGES,ifupdown,isc-dhcp-client,openssh-server,iputils-ping,iperf3
 # Boot scripts that have nothing to do in ring3's guest: no RTC device (hwclock.sh), no
@@ -166,8 +181,16 @@ in_root() {
 }
 
 # --- ring3's configuration: init, the console program, names, the root's fstab and fsck.
-install -m 644 "$here/inittab" "$new/etc/inittab"
 install -m 755 "$here/ring3-console" "$new/usr/local/sbin/ring3-console"
+if [ "$INIT" = systemd ]; then
+    # The console program is a unit; no getty competes for the serial console (the kernel's
+    # console= would make systemd start one there), and there is no VT.
+    install -m 644 "$here/ring3-console.service" "$new/etc/systemd/system/ring3-console.service"
+    in_root systemctl enable ring3-console.service
+    in_root systemctl mask serial-getty@ttyS0.service getty@tty1.service
+else
+    install -m 644 "$here/inittab" "$new/etc/inittab"
+fi
 install -m 644 "$here/fstab" "$new/etc/fstab"
 install -m 644 "$here/e2fsck.conf" "$new/etc/e2fsck.conf"
 echo ring3 > "$new/etc/hostname"
@@ -181,21 +204,26 @@ home=$(getent passwd "${SUDO_USER:-root}" | cut -d: -f6)
 install -d -m 700 "$new/root/.ssh"
 cat "$home"/.ssh/id_*.pub > "$new/root/.ssh/authorized_keys" 2>/dev/null || true
 chmod 600 "$new/root/.ssh/authorized_keys"
-for s in $RC_REMOVE; do
-    in_root update-rc.d -f "$s" remove
-done
+if [ "$INIT" = sysvinit ]; then
+    for s in $RC_REMOVE; do
+        in_root update-rc.d -f "$s" remove
+    done
+fi
 install -m 644 "$out/patch-$PATCH_VERSION.tar.xz" "$new/usr/src/patch-$PATCH_VERSION.tar.xz"
 rm -f "$new"/var/cache/apt/archives/*.deb "$new"/var/cache/apt/*.bin
 
-# --- The check: GNU patch configures and builds in the root (i386 binaries run natively).
-in_root tar -xf "/usr/src/patch-$PATCH_VERSION.tar.xz" -C /tmp
-for step in ./configure "make -j1"; do
-    t=$(now)
-    in_root sh -c "cd /tmp/patch-$PATCH_VERSION && $step" > "$work/patch-build.log" 2>&1 ||
-        { tail -30 "$work/patch-build.log" >&2; die "patch $PATCH_VERSION: '$step' failed in the root"; }
-    echo "rootfs: patch $PATCH_VERSION: $step in the chroot took $(since "$t") s"
-done
-rm -rf "$new/tmp/patch-$PATCH_VERSION"
+# --- The check: GNU patch configures and builds in the root (i386 binaries run natively). The
+# systemd root has the same packages for it, and is not checked again.
+if [ "$INIT" = sysvinit ]; then
+    in_root tar -xf "/usr/src/patch-$PATCH_VERSION.tar.xz" -C /tmp
+    for step in ./configure "make -j1"; do
+        t=$(now)
+        in_root sh -c "cd /tmp/patch-$PATCH_VERSION && $step" > "$work/patch-build.log" 2>&1 ||
+            { tail -30 "$work/patch-build.log" >&2; die "patch $PATCH_VERSION: '$step' failed in the root"; }
+        echo "rootfs: patch $PATCH_VERSION: $step in the chroot took $(since "$t") s"
+    done
+    rm -rf "$new/tmp/patch-$PATCH_VERSION"
+fi
 
 # --- The image: ext4 of the tree (mke2fs -d: no mount, no loop device).
 clean "$tree"
