@@ -2,6 +2,7 @@
 keeping what it writes. The image is never written by these tests: each works on a copy, or
 uses snapshot=on.
 """
+import contextlib
 import hashlib
 import os
 import pty
@@ -86,16 +87,29 @@ def read_until(fd, want, timeout):
     return seen
 
 
+@contextlib.contextmanager
+def console(image):
+    """ring3 booting (image) as its root, on a pty as `make run ROOT=debian` gives it: the
+    process and the pty's master end; ring3 is killed if it is still running at the end."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([RING3, "run", "--disk", f"{image},snapshot=on", *DEBIAN],
+                         stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    try:
+        yield p, master
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        os.close(master)
+
+
 def test_interactive_shell_then_poweroff():
     """`make run ROOT=debian` as a user sees it: Debian's boot on the console, a root shell
     with a prompt, commands answered, and `poweroff` (Debian's own shutdown: runlevel 0, the
     root remounted read-only, then halt, as the kernel has no power-off driver) ends ring3
     with status 0."""
-    master, slave = pty.openpty()
-    p = subprocess.Popen([RING3, "run", "--disk", f"{IMAGE},snapshot=on", *DEBIAN],
-                         stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
-    os.close(slave)
-    try:
+    with console(IMAGE) as (p, master):
         boot = read_until(master, b"root@ring3:", TIMEOUT)
         assert b"INIT: version" in boot and b"Debian GNU/Linux 12" in boot
         os.write(master, b"gcc --version | head -1; echo done-$((6 * 7))\n")
@@ -104,11 +118,6 @@ def test_interactive_shell_then_poweroff():
         shutdown = read_until(master, b"System halted", 120)
         assert b"Will now halt" in shutdown and b"re-mounted" in shutdown
         assert p.wait(timeout=60) == 0
-    finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait()
-        os.close(master)
 
 
 def test_64_mib_survive_a_reboot(image):

@@ -7,15 +7,13 @@ ring3 and under QEMU TCG with the plain kernel, and each test case must end the 
 both.
 """
 import os
-import pty
 import re
-import subprocess
 from xml.etree import ElementTree
 
 import pytest
 
-from conftest import BUILD, RING3, ring3_cmd, ring3_ok
-from test_debian import read_until
+from conftest import BUILD, ring3_cmd, ring3_ok
+from test_debian import console, read_until
 import qemu_guest  # tools/qemu_guest.py, on the path by conftest.py
 
 IMAGE = BUILD / "rootfs.img"
@@ -135,11 +133,7 @@ def test_systemd_interactive_shell_then_poweroff():
     """`make run ROOT=debian INIT=systemd` as a user sees it: systemd's boot on the console,
     the root shell of ring3-console.service, and `poweroff` (systemd's own shutdown) ending
     ring3 with status 0."""
-    master, slave = pty.openpty()
-    p = subprocess.Popen([RING3, "run", "--disk", f"{SYSTEMD_IMAGE},snapshot=on", *ROOT],
-                         stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
-    os.close(slave)
-    try:
+    with console(SYSTEMD_IMAGE) as (p, master):
         boot = read_until(master, b"root@ring3:", TIMEOUT)
         assert b"systemd" in boot, boot[-2000:]
         os.write(master, b"ps -o comm= -p 1; echo done-$((6 * 7))\n")
@@ -147,8 +141,3 @@ def test_systemd_interactive_shell_then_poweroff():
         os.write(master, b"poweroff\n")
         read_until(master, b"System halted", 120)     # no power-off driver: the kernel halts
         assert p.wait(timeout=60) == 0
-    finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait()
-        os.close(master)
