@@ -135,7 +135,8 @@ static void chain_fill(const struct vq_chain *c, const uint8_t *hdr, size_t hdr_
     if (in_hdr > len)
         in_hdr = len;
     chain_write(c, 0, hdr + from, in_hdr);
-    chain_write(c, in_hdr, frame + (from + in_hdr - hdr_len), len - in_hdr);
+    if (len > in_hdr)
+        chain_write(c, in_hdr, frame + (from + in_hdr - hdr_len), len - in_hdr);
 }
 
 /* The bytes chain (c) holds, all of them device-writable; -1 when one is not. */

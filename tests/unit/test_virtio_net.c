@@ -298,6 +298,18 @@ static void test_merged_buffers(void)
     CHECK(take_used(&id, &len) && id == 3 && len == MRG_BYTES + 60);
     CHECK_EQ(rd16(RX_BUF + 0x3000 + HDR_BYTES), 1);
 
+    /* a header over two descriptors (5 and 7 bytes): num_buffers is in the second */
+    vq = &rxq;
+    memset(at(RX_BUF + 0xB000), 0xEE, 7);
+    put_desc(10, RX_BUF + 0xA000, 5, D_WRITE | D_NEXT, 11);
+    put_desc(11, RX_BUF + 0xB000, 7, D_WRITE | D_NEXT, 12);
+    put_desc(12, RX_BUF + 0xC000, 2048, D_WRITE, 0);
+    kick(10);
+    CHECK(receive(frame, 100));
+    CHECK(take_used(&id, &len) && id == 10 && len == MRG_BYTES + 100);
+    CHECK(at(RX_BUF + 0xB000)[5] == 1 && at(RX_BUF + 0xB000)[6] == 0);
+    CHECK(memcmp(at(RX_BUF + 0xC000), frame, 100) == 0);
+
     /* the guest's header is 12 bytes too: the frame starts after it */
     unsigned sent = backend.sent;
     transmit(60, 0x77, 0);
