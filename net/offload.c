@@ -79,14 +79,25 @@ bool net_hdr_within(const struct net_hdr *h, unsigned offloads)
 
 /* ---- the Internet checksum ---- */
 
-/* The one's-complement sum of (len) bytes at (p) as 16-bit little-endian words, not yet folded. */
+/* The one's-complement sum of (len) bytes at (p) as 16-bit little-endian words, not yet folded.
+ * Four sums of 32-bit words side by side (which the compiler turns into vector adds): a frame's
+ * 16 Ki words cannot carry out of 64 bits. */
 static uint64_t sum(const uint8_t *p, size_t len)
 {
-    uint64_t s = 0;
+    uint64_t a = 0, b = 0, c = 0, d = 0, x, y;
+    for (; len >= 16; p += 16, len -= 16) {
+        memcpy(&x, p, 8);
+        memcpy(&y, p + 8, 8);
+        a += (uint32_t)x;
+        b += x >> 32;
+        c += (uint32_t)y;
+        d += y >> 32;
+    }
+    uint64_t s = a + b + c + d;
     uint32_t w;
     for (; len >= 4; p += 4, len -= 4) {
         memcpy(&w, p, 4);
-        s += w;                 /* a frame's 16 Ki words cannot carry out of 64 bits */
+        s += w;
     }
     if (len >= 2) {
         s += le16(p);
