@@ -322,6 +322,9 @@ static void tx_all(struct virtio_net *n)
         }
         size_t hdr_len = hdr_bytes(n);
         struct net_hdr h = net_hdr_load(n->tx);
+        /* 5.1.6.2.1: the driver sets no flag but NEEDS_CSUM; a DATA_VALID it set anyway would
+         * make a TAP's host kernel skip checking the frame: the device ignores it (5.1.6.2.2) */
+        h.flags &= NET_HDR_F_NEEDS_CSUM;
         const char *bad;
         if ((size_t)len > hdr_len && n->backend &&
             net_backend_send(n->backend, &h, n->tx + hdr_len, (size_t)len - hdr_len, &bad) < 0)

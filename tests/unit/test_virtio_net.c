@@ -352,16 +352,19 @@ static void test_transmit_offloads(void)
     CHECK_EQ(backend.sent, sent + 1);
     CHECK(take_used(&id, &used));
 
-    /* a backend that takes them gets the frame as it is, with its header */
+    /* a backend that takes them gets the frame as it is, with its header (less a DATA_VALID,
+     * which only the device may set) */
     attach(NET_OFFLOAD_CSUM | NET_OFFLOAD_TSO4 | NET_OFFLOAD_TSO6 | NET_OFFLOAD_ECN);
     driver_init();
     net_hdr_store(&tso, at(TX_HDR));
+    at(TX_HDR)[0] |= NET_HDR_F_DATA_VALID;
     put_desc(0, TX_HDR, HDR_BYTES, D_NEXT, 1);
     put_desc(1, BIG_BUF, (uint32_t)len, 0, 0);
     sent = backend.sent;
     kick(0);
     CHECK_EQ(backend.sent, sent + 1);
     CHECK_EQ(backend.len[sent % MAX_SENT], len);
+    CHECK_EQ(backend.hdr.flags, NET_HDR_F_NEEDS_CSUM);
     CHECK(backend.hdr.gso_type == NET_HDR_GSO_TCPV4 && backend.hdr.gso_size == 1448 &&
           backend.hdr.csum_start == 34 && backend.hdr.csum_offset == 16);
     CHECK(take_used(&id, &used));
