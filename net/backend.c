@@ -25,9 +25,34 @@ const char *net_kind_name(enum net_kind kind)
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
-void net_backend_send(struct net_backend *b, const uint8_t *frame, size_t len)
+/* net_offload_apply's emit: one whole, checksummed frame. */
+static void send_whole(void *opaque, const uint8_t *frame, size_t len)
 {
-    b->ops->send(b, frame, len);
+    static const struct net_hdr whole;
+    struct net_backend *b = opaque;
+    b->ops->send(b, &whole, frame, len);
+}
+
+int net_backend_send(struct net_backend *b, const struct net_hdr *h, uint8_t *frame, size_t len,
+                     const char **why)
+{
+    if (net_hdr_within(h, b->offloads)) {
+        b->ops->send(b, h, frame, len);
+        return 0;
+    }
+    return net_offload_apply(h, frame, len, send_whole, b, why) < 0 ? -1 : 0;
+}
+
+void net_backend_flush(struct net_backend *b)
+{
+    if (b->ops->flush)
+        b->ops->flush(b);
+}
+
+void net_backend_guest_offloads(struct net_backend *b, unsigned offloads)
+{
+    if (b->ops->guest_offloads)
+        b->ops->guest_offloads(b, offloads);
 }
 
 void net_backend_fill(struct net_backend *b, struct pollfd *pfd, unsigned *n, unsigned max,

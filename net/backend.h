@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "offload.h"
+
 #define NET_MAX_FRAME   65550u      /* QEMU's limit on a frame (NET_BUFSIZE less its slack) */
 #define NET_MAX_MTU     65520u      /* libslirp's largest (and slirp4netns's choice) */
 #define NET_MIN_MTU     68u         /* IPv4's smallest (RFC 791) */
@@ -16,9 +18,10 @@
 /* The NIC as a backend sees it. The backend calls it from net_backend_dispatch()
  * and net_backend_resume() only. */
 struct net_client {
-    /* A frame for the NIC. False: the NIC has no room for it now, and the
-     * backend keeps it (or drops it, if it cannot) until net_backend_resume(). */
-    bool (*receive)(void *opaque, const uint8_t *frame, size_t len);
+    /* A frame for the NIC, with what (h) says of it: all zero from a backend without offloads,
+     * or NET_HDR_F_DATA_VALID where its checksums are known good. False: the NIC has no room for
+     * it now, and the backend keeps it (or drops it, if it cannot) until net_backend_resume(). */
+    bool (*receive)(void *opaque, const struct net_hdr *h, const uint8_t *frame, size_t len);
     /* The link went up or down: a stream's peer came or went. */
     void (*link)(void *opaque, bool up);
     void *opaque;
@@ -77,16 +80,23 @@ int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec);
 /* A backend: each kind's struct starts with this one. */
 struct net_backend;
 struct net_backend_ops {
-    void (*send)(struct net_backend *b, const uint8_t *frame, size_t len);
+    /* A frame for the peer; (h) asks for nothing beyond the backend's (offloads). */
+    void (*send)(struct net_backend *b, const struct net_hdr *h, const uint8_t *frame, size_t len);
+    void (*flush)(struct net_backend *b);           /* may be NULL */
     void (*fill)(struct net_backend *b, struct pollfd *pfd, unsigned *n, unsigned max,
                  uint64_t *deadline_ns);
     void (*dispatch)(struct net_backend *b);
     void (*resume)(struct net_backend *b);          /* may be NULL */
+    /* The offloads the guest takes in what it receives; may be NULL */
+    void (*guest_offloads)(struct net_backend *b, unsigned offloads);
     void (*free)(struct net_backend *b);
 };
 struct net_backend {
     const struct net_backend_ops *ops;
     struct net_client nic;
+    /* NET_OFFLOAD_* the peer takes with a frame, and may give with one: a TAP device with vnet
+     * headers. 0: whole, checksummed frames both ways (libslirp, a stream). */
+    unsigned offloads;
 };
 
 /* The backend (spec) asks for, joined to (nic). Returns NULL with (err)
@@ -108,8 +118,19 @@ struct net_backend *net_stream_new(const struct net_stream_options *o, const str
 struct net_backend *net_tap_new(const struct net_tap_options *o, const struct net_client *nic,
                                 char *err, size_t errlen);
 
-/* A frame from the NIC (the guest sent it). */
-void net_backend_send(struct net_backend *b, const uint8_t *frame, size_t len);
+/* A frame from the NIC (the guest sent it), with its offloads (h). Where the peer does not take
+ * them, the frame's checksum is done and its TCP segments are cut here (net_offload_apply),
+ * in place in (frame). Returns 0, or -1 when (h) asks what the frame cannot give ((*why) says
+ * which): the frame is dropped. */
+int net_backend_send(struct net_backend *b, const struct net_hdr *h, uint8_t *frame, size_t len,
+                     const char **why);
+
+/* The frames sent so far leave now (a stream writes its buffer once for a batch of them). */
+void net_backend_flush(struct net_backend *b);
+
+/* The guest's driver takes (offloads) (NET_OFFLOAD_*) in the frames it receives: a backend with
+ * offloads gives no others from now on. */
+void net_backend_guest_offloads(struct net_backend *b, unsigned offloads);
 
 /* Add the descriptors the backend waits on to (pfd), from (*n) on, at most
  * (max) in all, and lower (*deadline_ns) (monotonic) to its next timer. */

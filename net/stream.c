@@ -212,6 +212,7 @@ static void broken(struct stream *s, const char *what)
 /* The whole frames in (in) to the NIC, as far as it takes them. */
 static void deliver(struct stream *s)
 {
+    static const struct net_hdr whole;          /* the stream format carries no offloads */
     size_t off = 0;
     s->stalled = false;
     while (s->in_len - off >= LEN_BYTES) {
@@ -227,7 +228,7 @@ static void deliver(struct stream *s)
             break;
         if (len < ETH_HEADER) {
             drop(s, len);
-        } else if (!s->base.nic.receive(s->base.nic.opaque, p + LEN_BYTES, len)) {
+        } else if (!s->base.nic.receive(s->base.nic.opaque, &whole, p + LEN_BYTES, len)) {
             s->stalled = true;
             break;
         }
@@ -272,9 +273,14 @@ static void write_peer(struct stream *s)
 
 /* ---- the backend's operations ---- */
 
-static void stream_send(struct net_backend *base, const uint8_t *frame, size_t len)
+/* The frame joins the output buffer; stream_flush() writes it, once for a batch of frames. */
+static void stream_send(struct net_backend *base, const struct net_hdr *h, const uint8_t *frame,
+                        size_t len)
 {
     struct stream *s = (struct stream *)base;
+    (void)h;                            /* asks for nothing: offloads is 0 */
+    if (s->out_len + LEN_BYTES + len > sizeof s->out)
+        write_peer(s);                  /* a long batch: what the peer takes makes room */
     if (s->fd < 0 || s->connecting)
         return;                         /* no peer: lost, as on a wire */
     if (s->out_off && s->out_len + LEN_BYTES + len > sizeof s->out) {
@@ -291,7 +297,11 @@ static void stream_send(struct net_backend *base, const uint8_t *frame, size_t l
     p[3] = (uint8_t)len;
     memcpy(p + LEN_BYTES, frame, len);
     s->out_len += LEN_BYTES + len;
-    write_peer(s);
+}
+
+static void stream_flush(struct net_backend *base)
+{
+    write_peer((struct stream *)base);
 }
 
 static int add(struct pollfd *pfd, unsigned *n, unsigned max, int fd, short events)
@@ -363,6 +373,7 @@ static void stream_free(struct net_backend *base)
 
 static const struct net_backend_ops stream_ops = {
     .send = stream_send,
+    .flush = stream_flush,
     .fill = stream_fill,
     .dispatch = stream_dispatch,
     .resume = stream_resume,
@@ -377,7 +388,7 @@ struct net_backend *net_stream_new(const struct net_stream_options *o, const str
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    s->base = (struct net_backend){ &stream_ops, *nic };
+    s->base = (struct net_backend){ &stream_ops, *nic, 0 };
     s->o = *o;
     s->listener = s->fd = s->slot_listener = s->slot_fd = -1;
     if (o->path[0])

@@ -51,10 +51,13 @@ static int64_t clock_ns(void *opaque)
 
 static ssize_t send_to_guest(const void *buf, size_t len, void *opaque)
 {
+    /* libslirp made every checksum of its frames itself (ip_output, tcp_output, udp_output):
+     * the guest need not check them (virtio 1.2, 5.1.6.4: VIRTIO_NET_HDR_F_DATA_VALID) */
+    static const struct net_hdr checked = { .flags = NET_HDR_F_DATA_VALID };
     struct user *b = opaque;
     /* libslirp cannot keep a frame back: one the NIC has no room for is lost, as on a
      * wire, and TCP sends it again */
-    b->base.nic.receive(b->base.nic.opaque, buf, len);
+    b->base.nic.receive(b->base.nic.opaque, &checked, buf, len);
     return (ssize_t)len;
 }
 
@@ -126,7 +129,7 @@ struct net_backend *net_user_new(const struct net_user_options *o, const struct 
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    b->base = (struct net_backend){ &user_ops, *nic };
+    b->base = (struct net_backend){ &user_ops, *nic, 0 };
     SlirpConfig cfg = { .version = 1, .restricted = o->restrict_, .in_enabled = true,
                         .if_mtu = o->mtu, .if_mru = o->mtu };
     inet_pton(AF_INET, SLIRP_NET, &cfg.vnetwork);
@@ -155,9 +158,11 @@ struct net_backend *net_user_new(const struct net_user_options *o, const struct 
     return &b->base;
 }
 
-static void user_send(struct net_backend *base, const uint8_t *frame, size_t len)
+static void user_send(struct net_backend *base, const struct net_hdr *h, const uint8_t *frame,
+                      size_t len)
 {
     struct user *b = (struct user *)base;
+    (void)h;                            /* asks for nothing: offloads is 0 */
     slirp_input(b->slirp, frame, (int)len);
 }
 

@@ -1,5 +1,6 @@
 /* virtio-blk: a legacy virtio-PCI disk driven by hand: PCI discovery, init, read, GET_ID, flush, INTx, malformed chains. */
 #include "guest.h"
+#include "virtio.h"
 
 const char guest_name[] = "virtio-blk";
 
@@ -8,52 +9,7 @@ const char guest_name[] = "virtio-blk";
 #define DISK_SECTORS 2048u
 #define SECTOR       512u
 
-/* ---- PCI configuration mechanism #1 (PCI 3.0, 3.2.2.3.2) ---- */
-
-#define PCI_ADDRESS 0xCF8
-#define PCI_DATA    0xCFC
-
-#define PCI_CMD_IO           0x0001u
-#define PCI_CMD_MEM          0x0002u
-#define PCI_CMD_MASTER       0x0004u
-#define PCI_CMD_INTX_DISABLE 0x0400u
-#define PCI_STATUS_INTX      0x0008u
-
 static uint32_t pci_bdf;    /* bus 0, device and function of the disk, as CONFIG_ADDRESS bits */
-
-static uint32_t pci_read(uint32_t bdf, unsigned reg)
-{
-    outl(PCI_ADDRESS, 0x80000000u | bdf | (reg & 0xFC));
-    return inl(PCI_DATA);
-}
-
-static void pci_write(uint32_t bdf, unsigned reg, uint32_t v)
-{
-    outl(PCI_ADDRESS, 0x80000000u | bdf | (reg & 0xFC));
-    outl(PCI_DATA, v);
-}
-
-static void pci_write16(uint32_t bdf, unsigned reg, uint16_t v)
-{
-    outl(PCI_ADDRESS, 0x80000000u | bdf | (reg & 0xFC));
-    outw(PCI_DATA + (reg & 2), v);
-}
-
-/* ---- the legacy virtio-PCI registers (virtio 1.2, 4.1.4.8), I/O BAR0 without MSI-X ---- */
-
-#define VIO_DEVICE_FEATURES 0x00
-#define VIO_DRIVER_FEATURES 0x04
-#define VIO_QUEUE_PFN       0x08
-#define VIO_QUEUE_SIZE      0x0C
-#define VIO_QUEUE_SEL       0x0E
-#define VIO_QUEUE_NOTIFY    0x10
-#define VIO_STATUS          0x12
-#define VIO_ISR             0x13
-#define VIO_CONFIG          0x14
-
-#define ST_ACKNOWLEDGE 1
-#define ST_DRIVER      2
-#define ST_DRIVER_OK   4
 
 #define BLK_F_SEG_MAX  (1u << 2)
 #define BLK_F_RO       (1u << 5)
@@ -65,41 +21,13 @@ static void pci_write16(uint32_t bdf, unsigned reg, uint16_t v)
 #define BLK_T_FLUSH  4
 #define BLK_T_GET_ID 8
 
-#define DESC_F_NEXT  1
-#define DESC_F_WRITE 2
-#define AVAIL_F_NO_INTERRUPT 1
-
 static uint16_t iobase;
 static uint8_t irq_line;
 
-/* ---- the queue, in the legacy layout (virtio 1.2, 2.7.2): descriptors,
- * available ring, then the used ring at the next 4096-byte boundary ---- */
-
-struct vdesc {
-    uint64_t addr;
-    uint32_t len;
-    uint16_t flags;
-    uint16_t next;
-};
-
+/* The request queue, in the legacy layout (virtio 1.2, 2.7.2). */
 #define RING_BYTES 0x8000u
 static uint8_t ring_mem[RING_BYTES] __attribute__((aligned(4096)));
-static uint16_t qsize;
-static volatile struct vdesc *desc;
-static volatile uint16_t *avail;    /* flags, idx, ring[qsize] */
-static volatile uint16_t *used;     /* flags, idx, then {u32 id, u32 len}[qsize] */
-static uint16_t avail_idx, used_seen;
-
-/* Where the used ring starts, and where it ends, for a queue of (n) entries. */
-static uint32_t used_offset(uint32_t n)
-{
-    return (16 * n + 4 + 2 * n + 2 + 4095) & ~4095u;
-}
-
-static uint32_t ring_bytes(uint32_t n)
-{
-    return used_offset(n) + 4 + 8 * n + 2;
-}
+static struct vring q;
 
 /* The request: a 16-byte header the device reads, data, a status byte it writes. */
 struct blk_hdr {
@@ -116,22 +44,11 @@ static volatile uint8_t status_byte;
 #define STATUS_UNTOUCHED 0xEE
 #define OUTSIDE_RAM      0xF0000000u    /* beyond the guest's 64 MiB, no device there */
 
-static void barrier(void) { __asm__ __volatile__("" : : : "memory"); }
-
 /* ---- PCI discovery ---- */
 
 static int find_disk(void)
 {
-    for (uint32_t dev = 0; dev < 32; dev++) {
-        for (uint32_t fn = 0; fn < 8; fn++) {
-            uint32_t bdf = dev << 11 | fn << 8;
-            if (pci_read(bdf, 0x00) == (0x1001u << 16 | 0x1AF4)) {
-                pci_bdf = bdf;
-                return 1;
-            }
-        }
-    }
-    return 0;
+    return pci_find(0x1001u << 16 | 0x1AF4, &pci_bdf);
 }
 
 static void test_config_header(void)
@@ -173,27 +90,14 @@ static void device_reset(void)
 /* Reset, features, queue 0, DRIVER_OK; with (say), prints what it found. */
 static void device_init(int say)
 {
-    device_reset();
-    uint8_t st0 = inb(iobase + VIO_STATUS);
-    outb(iobase + VIO_STATUS, ST_ACKNOWLEDGE);
-    outb(iobase + VIO_STATUS, ST_ACKNOWLEDGE | ST_DRIVER);
-    uint32_t offered = inl(iobase + VIO_DEVICE_FEATURES);
-    outl(iobase + VIO_DRIVER_FEATURES, BLK_F_FLUSH);
-    uint32_t accepted = inl(iobase + VIO_DRIVER_FEATURES);
+    uint8_t st0;
+    uint32_t accepted, offered = vio_negotiate(iobase, BLK_F_FLUSH, &st0, &accepted);
 
     outw(iobase + VIO_QUEUE_SEL, 1);
     uint16_t size1 = inw(iobase + VIO_QUEUE_SIZE);
-    outw(iobase + VIO_QUEUE_SEL, 0);
-    qsize = inw(iobase + VIO_QUEUE_SIZE);
-    int pow2 = qsize != 0 && (qsize & (qsize - 1)) == 0;
-    if (!pow2 || ring_bytes(qsize) > RING_BYTES)
-        panic("queue 0 has %u entries", qsize);
-    memset(ring_mem, 0, sizeof ring_mem);
-    desc = (volatile struct vdesc *)ring_mem;
-    avail = (volatile uint16_t *)(ring_mem + 16 * qsize);
-    used = (volatile uint16_t *)(ring_mem + used_offset(qsize));
-    avail_idx = used_seen = 0;
-    outl(iobase + VIO_QUEUE_PFN, (uint32_t)ring_mem >> 12);
+    int pow2 = vring_setup(iobase, &q, 0, ring_mem, sizeof ring_mem) != 0;
+    if (!pow2)
+        panic("queue 0 has no entries");
     uint32_t pfn_back = inl(iobase + VIO_QUEUE_PFN);
     outb(iobase + VIO_STATUS, ST_ACKNOWLEDGE | ST_DRIVER | ST_DRIVER_OK);
     uint8_t st = inb(iobase + VIO_STATUS);
@@ -222,46 +126,6 @@ static void test_config_space(void)
 
 /* ---- requests ---- */
 
-static void set_desc(unsigned i, const volatile void *addr, uint32_t len, uint16_t flags,
-                     uint16_t next)
-{
-    desc[i].addr = (uint32_t)addr;
-    desc[i].len = len;
-    desc[i].flags = flags;
-    desc[i].next = next;
-}
-
-/* Offers chain (head) and notifies queue 0. */
-static void kick(uint16_t head)
-{
-    avail[2 + (avail_idx & (qsize - 1))] = head;
-    barrier();
-    avail[1] = ++avail_idx;
-    barrier();
-    outw(iobase + VIO_QUEUE_NOTIFY, 0);
-}
-
-/* Polls for the next used element for up to (spins) register reads (QEMU
- * completes reads asynchronously). Returns 1 with its id and length, or 0. */
-static int wait_used(uint32_t spins, uint32_t *eid, uint32_t *elen)
-{
-    for (uint32_t i = 0; i < spins; i++) {
-        barrier();
-        if (used[1] != used_seen) {
-            volatile uint32_t *e = (volatile uint32_t *)(used + 2) + 2 * (used_seen & (qsize - 1));
-            *eid = e[0];
-            *elen = e[1];
-            used_seen++;
-            return 1;
-        }
-        (void)inw(iobase + VIO_QUEUE_SIZE);
-    }
-    return 0;
-}
-
-#define SPINS_DONE    5000000u  /* a request that should complete */
-#define SPINS_NOTHING 20000u    /* watching for a completion that must not come */
-
 /* Offers a request in descriptors (first) on: the header, then (len) bytes
  * at (buf) (written by the device when (in)), then the status byte. */
 static void submit(uint16_t first, uint32_t type, uint64_t sector, void *buf, uint32_t len, int in)
@@ -269,14 +133,14 @@ static void submit(uint16_t first, uint32_t type, uint64_t sector, void *buf, ui
     hdr = (struct blk_hdr){ type, 0, sector };
     status_byte = STATUS_UNTOUCHED;
     uint16_t n = first;
-    set_desc(n, &hdr, sizeof hdr, DESC_F_NEXT, (uint16_t)(n + 1));
+    vring_desc(&q, n, &hdr, sizeof hdr, DESC_F_NEXT, (uint16_t)(n + 1));
     n++;
     if (len) {
-        set_desc(n, buf, len, DESC_F_NEXT | (in ? DESC_F_WRITE : 0), (uint16_t)(n + 1));
+        vring_desc(&q, n, buf, len, DESC_F_NEXT | (in ? DESC_F_WRITE : 0), (uint16_t)(n + 1));
         n++;
     }
-    set_desc(n, &status_byte, 1, DESC_F_WRITE, 0);
-    kick(first);
+    vring_desc(&q, n, &status_byte, 1, DESC_F_WRITE, 0);
+    vring_kick(iobase, &q, first);
 }
 
 /* A request as submit() makes it. Returns the status, or -1 when nothing completed. */
@@ -285,7 +149,7 @@ static int request(uint32_t type, uint64_t sector, void *buf, uint32_t len, int 
 {
     submit(0, type, sector, buf, len, in);
     uint32_t eid;
-    if (!wait_used(SPINS_DONE, &eid, used_len))
+    if (!vring_wait_used(iobase, &q, SPINS_DONE, &eid, used_len))
         return -1;
     check(eid == 0, "used element id");
     return status_byte;
@@ -311,27 +175,6 @@ static int read_ok(uint32_t s)
            sector_matches(data + SECTOR, s + 1);
 }
 
-/* ---- interrupts: the PIT as a watchdog, INTA# through the PIC ---- */
-
-static volatile uint32_t ticks, disk_irqs;
-static volatile uint8_t isr_in_handler;
-
-static void on_tick(struct trapframe *tf)
-{
-    (void)tf;
-    ticks++;
-    pic_eoi(0);
-}
-
-/* A level-triggered line: reading the ISR deasserts it before the EOI. */
-static void on_disk(struct trapframe *tf)
-{
-    (void)tf;
-    isr_in_handler = inb(iobase + VIO_ISR);
-    disk_irqs++;
-    pic_eoi(irq_line);
-}
-
 static void test_read(void)
 {
     uint32_t len;
@@ -349,37 +192,32 @@ static void test_read(void)
     kprintf("read: isr 0x%02x, then 0x%02x\n", isr, inb(iobase + VIO_ISR));
 }
 
+/* A read of sectors 4 and 5, offered. */
+static void start_read(void)
+{
+    hdr = (struct blk_hdr){ BLK_T_IN, 0, 4 };
+    status_byte = STATUS_UNTOUCHED;
+    memset(data, 0, sizeof data);
+    vring_desc(&q, 0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
+    vring_desc(&q, 1, data, sizeof data, DESC_F_NEXT | DESC_F_WRITE, 2);
+    vring_desc(&q, 2, &status_byte, 1, DESC_F_WRITE, 0);
+    vring_kick(iobase, &q, 0);
+}
+
 /* The completion raises INTA#, which the PIC delivers on the line the
  * configuration header names. */
 static void test_interrupt(void)
 {
-    trap_set_handler(IRQ_BASE + 0, on_tick);
-    trap_set_handler(IRQ_BASE + irq_line, on_disk);
-    pit_periodic(1193);     /* 1 kHz */
-    pic_unmask(0);
-    pic_unmask(irq_line);
-
-    hdr = (struct blk_hdr){ BLK_T_IN, 0, 4 };
-    status_byte = STATUS_UNTOUCHED;
-    memset(data, 0, sizeof data);
-    set_desc(0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
-    set_desc(1, data, sizeof data, DESC_F_NEXT | DESC_F_WRITE, 2);
-    set_desc(2, &status_byte, 1, DESC_F_WRITE, 0);
-    kick(0);
-    while (disk_irqs == 0 && ticks < 5000) {
-        sti_hlt();
-        cli();
-    }
-    pic_mask(irq_line);
-    pic_mask(0);
+    uint8_t isr_in_handler;
+    uint32_t taken = vio_interrupt(iobase, irq_line, start_read, &isr_in_handler);
     uint32_t eid, len;
-    int done = wait_used(SPINS_NOTHING, &eid, &len);
-    kprintf("interrupt: %u taken, isr in handler 0x%02x, isr after 0x%02x\n", disk_irqs,
+    int done = vring_wait_used(iobase, &q, SPINS_NOTHING, &eid, &len);
+    kprintf("interrupt: %u taken, isr in handler 0x%02x, isr after 0x%02x\n", taken,
             isr_in_handler, inb(iobase + VIO_ISR));
     int match = sector_matches(data, 4) && sector_matches(data + SECTOR, 5);
     kprintf("interrupt: request done %s, status %u, sectors 4-5 %s\n", done ? "yes" : "no",
             status_byte, match ? "match" : "WRONG");
-    check(disk_irqs == 1 && done, "interrupt-driven read");
+    check(taken == 1 && done, "interrupt-driven read");
 }
 
 /* The Interrupt Disable bit of the command register keeps INTA# low while
@@ -434,10 +272,10 @@ static void test_bar_move(void)
 /* VIRTQ_AVAIL_F_NO_INTERRUPT: the driver asks for no interrupt; the ISR stays clear. */
 static void test_no_interrupt(void)
 {
-    avail[0] = AVAIL_F_NO_INTERRUPT;
+    q.avail[0] = AVAIL_F_NO_INTERRUPT;
     int ok = read_ok(10);
     kprintf("no_interrupt: read %s, isr 0x%02x\n", ok ? "ok" : "WRONG", inb(iobase + VIO_ISR));
-    avail[0] = 0;
+    q.avail[0] = 0;
 }
 
 static void test_other_requests(void)
@@ -470,7 +308,7 @@ static void test_other_requests(void)
 static void expect_stopped(const char *what)
 {
     uint32_t eid, len;
-    int done = wait_used(SPINS_NOTHING, &eid, &len);
+    int done = vring_wait_used(iobase, &q, SPINS_NOTHING, &eid, &len);
     uint8_t isr = inb(iobase + VIO_ISR);
     kprintf("%s: %s, isr 0x%02x, status byte %s\n", what, done ? "COMPLETED" : "no completion",
             isr, status_byte == STATUS_UNTOUCHED ? "untouched" : "WRITTEN");
@@ -497,9 +335,9 @@ static void malformed_prepare(uint32_t type)
 static void test_loop(void)
 {
     malformed_prepare(BLK_T_OUT);
-    set_desc(0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
-    set_desc(1, data, SECTOR, DESC_F_NEXT, 0);
-    kick(0);
+    vring_desc(&q, 0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
+    vring_desc(&q, 1, data, SECTOR, DESC_F_NEXT, 0);
+    vring_kick(iobase, &q, 0);
     expect_stopped("loop 0->1->0");
     /* Stopped means stopped: a good request is not taken either. */
     submit(2, BLK_T_IN, 0, data, sizeof data, 1);
@@ -510,8 +348,8 @@ static void test_loop(void)
 static void test_next_beyond(void)
 {
     malformed_prepare(BLK_T_OUT);
-    set_desc(0, &hdr, sizeof hdr, DESC_F_NEXT, qsize);
-    kick(0);
+    vring_desc(&q, 0, &hdr, sizeof hdr, DESC_F_NEXT, q.size);
+    vring_kick(iobase, &q, 0);
     expect_stopped("next index = queue size");
     expect_recovered("next index = queue size", 14);
 }
@@ -519,9 +357,9 @@ static void test_next_beyond(void)
 static void test_head_beyond(void)
 {
     malformed_prepare(BLK_T_OUT);
-    set_desc(0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
-    set_desc(1, &status_byte, 1, DESC_F_WRITE, 0);
-    kick(qsize);
+    vring_desc(&q, 0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
+    vring_desc(&q, 1, &status_byte, 1, DESC_F_WRITE, 0);
+    vring_kick(iobase, &q, q.size);
     expect_stopped("chain head = queue size");
     expect_recovered("chain head = queue size", 16);
 }
@@ -531,10 +369,10 @@ static void test_head_beyond(void)
 static void test_outside_memory(void)
 {
     malformed_prepare(BLK_T_OUT);
-    set_desc(0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
-    set_desc(1, (const void *)OUTSIDE_RAM, 8192, DESC_F_NEXT, 2);
-    set_desc(2, &status_byte, 1, DESC_F_WRITE, 0);
-    kick(0);
+    vring_desc(&q, 0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
+    vring_desc(&q, 1, (const void *)OUTSIDE_RAM, 8192, DESC_F_NEXT, 2);
+    vring_desc(&q, 2, &status_byte, 1, DESC_F_WRITE, 0);
+    vring_kick(iobase, &q, 0);
     expect_stopped("write from beyond ram");
     expect_recovered("write from beyond ram", 18);
 }
@@ -544,11 +382,11 @@ static void test_outside_memory(void)
 static void test_readable_after_writable(void)
 {
     malformed_prepare(BLK_T_OUT);
-    set_desc(0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
-    set_desc(1, &id[0], 1, DESC_F_NEXT | DESC_F_WRITE, 2);
-    set_desc(2, data, SECTOR, DESC_F_NEXT, 3);
-    set_desc(3, &status_byte, 1, DESC_F_WRITE, 0);
-    kick(0);
+    vring_desc(&q, 0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
+    vring_desc(&q, 1, &id[0], 1, DESC_F_NEXT | DESC_F_WRITE, 2);
+    vring_desc(&q, 2, data, SECTOR, DESC_F_NEXT, 3);
+    vring_desc(&q, 3, &status_byte, 1, DESC_F_WRITE, 0);
+    vring_kick(iobase, &q, 0);
     expect_stopped("readable after writable");
     expect_recovered("readable after writable", 20);
 }
@@ -556,9 +394,9 @@ static void test_readable_after_writable(void)
 static void test_no_status(void)
 {
     malformed_prepare(BLK_T_OUT);
-    set_desc(0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
-    set_desc(1, data, SECTOR, 0, 0);
-    kick(0);
+    vring_desc(&q, 0, &hdr, sizeof hdr, DESC_F_NEXT, 1);
+    vring_desc(&q, 1, data, SECTOR, 0, 0);
+    vring_kick(iobase, &q, 0);
     expect_stopped("no status byte");
     expect_recovered("no status byte", 22);
 }
@@ -566,9 +404,9 @@ static void test_no_status(void)
 static void test_short_header(void)
 {
     malformed_prepare(BLK_T_OUT);
-    set_desc(0, &hdr, 8, DESC_F_NEXT, 1);
-    set_desc(1, &status_byte, 1, DESC_F_WRITE, 0);
-    kick(0);
+    vring_desc(&q, 0, &hdr, 8, DESC_F_NEXT, 1);
+    vring_desc(&q, 1, &status_byte, 1, DESC_F_WRITE, 0);
+    vring_kick(iobase, &q, 0);
     expect_stopped("8-byte header");
     expect_recovered("8-byte header", 24);
 }

@@ -8,7 +8,9 @@
     (Guest.qemu_differs says how), QEMU must print testguests/NAME.qemu instead, and NAME.expect
     is ring3's oracle.
 A guest with a disk (Guest.disk) gets a fresh raw image with a known pattern in each run (QEMU
--drive if=virtio, ring3 --disk) and must leave it unchanged.
+-drive if=virtio, ring3 --disk) and must leave it unchanged. A guest with a NIC (Guest.net) gets
+user-mode networking: QEMU's -netdev user on a virtio-net-pci without its boot ROM, ring3's
+default --net user (every ring3 guest has that NIC; the others do not look for it).
 """
 import contextlib
 import functools
@@ -48,6 +50,7 @@ class Guest:
     qemu_differs: str = ""     # how QEMU departs from hardware here; QEMU must print NAME.qemu
     insert_append: str = ""    # the command line in insert mode, where it must differ (say why)
     disk: bool = False         # a virtio disk holding DISK_SECTORS sectors of disk_pattern()
+    net: bool = False          # a virtio NIC on user-mode networking
 
 
 GUESTS = {
@@ -69,7 +72,11 @@ GUESTS = {
     # transcript depends on count only.
     "timer-storm": Guest(append="count=3000 hz=10000", insert_append="count=3000 hz=2000"),
     "virtio-blk": Guest(disk=True),
+    "virtio-net": Guest(net=True),
 }
+
+# QEMU's NIC for Guest.net: the one ring3 gives by default (52:54:00:12:34:56, libslirp).
+QEMU_NIC = ["-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0,romfile="]
 
 DISK_SECTORS = 2048     # 1 MiB
 
@@ -136,7 +143,9 @@ def run_qemu(name):
     if not elf.exists():
         pytest.fail(f"{elf.relative_to(ROOT)} is missing: run `make testguests`")
     guest = GUESTS[name]
-    cmd = QEMU + ["-kernel", str(elf)] + (["-append", guest.append] if guest.append else [])
+    nic = QEMU.index("-nic")
+    qemu = QEMU[:nic] + QEMU[nic + 2:] + QEMU_NIC if guest.net else QEMU
+    cmd = qemu + ["-kernel", str(elf)] + (["-append", guest.append] if guest.append else [])
     with scratch_disk(guest) as disk:
         drive = ["-drive", f"file={disk},if=virtio,format=raw"] if disk else []
         return run(cmd + drive, guest)

@@ -6,12 +6,14 @@ import functools
 import hashlib
 import http.server
 import os
+import pathlib
 import shutil
 import socket
 import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -114,6 +116,26 @@ def test_the_mtu_is_libslirps_largest_on_user_unless_given():
     """VIRTIO_NET_F_MTU: 65520 on user-mode networking (as slirp4netns), mtu= otherwise."""
     assert ok("cat /sys/class/net/eth0/mtu") == "65520\n"
     assert ok("cat /sys/class/net/eth0/mtu", "--net", "user,mtu=1500") == "1500\n"
+
+
+# Feature bits of virtio-net (virtio 1.2, 5.1.3) as the guest's sysfs shows the negotiated ones.
+F_CSUM, F_GUEST_CSUM, F_GUEST_TSO4, F_GUEST_TSO6 = 0, 1, 7, 8
+F_HOST_TSO4, F_HOST_TSO6, F_HOST_ECN, F_MRG_RXBUF = 11, 12, 13, 15
+FEATURES = "cat /sys/class/net/eth0/device/features"
+
+
+def negotiated(line):
+    """The bit numbers set in a virtio device's sysfs features (one character per bit)."""
+    return {i for i, c in enumerate(line.strip()) if c == "1"}
+
+
+def test_the_guest_takes_the_offloads_and_merged_buffers():
+    """Linux's virtio_net accepts checksum and TCP segmentation offloads for what it sends (the
+    monitor segments for libslirp) and MRG_RXBUF; GUEST_TSO4/6 are offered only by a backend
+    that delivers such frames (a TAP device)."""
+    bits = negotiated(ok(FEATURES))
+    assert {F_CSUM, F_GUEST_CSUM, F_HOST_TSO4, F_HOST_TSO6, F_HOST_ECN, F_MRG_RXBUF} <= bits, bits
+    assert not {F_GUEST_TSO4, F_GUEST_TSO6} & bits, bits
 
 
 def test_net_none_leaves_no_nic():
@@ -264,6 +286,64 @@ def test_a_guest_on_a_tap_device_reaches_the_host(tap):
         thread.join(timeout=10)
     assert out.endswith("2\n"), out
     assert got == [b"from-the-guest\n"], got
+
+
+def tap_stat(name, what):
+    return int((pathlib.Path("/sys/class/net") / name / "statistics" / what).read_text())
+
+
+TAP_STATS = ("rx_bytes", "rx_packets", "tx_bytes", "tx_packets")
+
+
+def frame_average(a, b, way):
+    """The average length of the frames a TAP device counted one way (rx: from the guest)."""
+    frames = b[f"{way}_packets"] - a[f"{way}_packets"]
+    return (b[f"{way}_bytes"] - a[f"{way}_bytes"]) / max(frames, 1), frames
+
+
+def test_a_guest_on_a_tap_device_moves_data_with_offloads(tap):
+    """A TAP device with vnet headers takes the guest's TCP segments of up to 64 KiB whole and
+    gives it such segments (GUEST_TSO4): 16 MiB each way, checksummed on both ends (busybox's
+    httpd sends a file with sendfile, which fills such segments; nc writes 1 KiB at a time), and
+    the device's counters show frames far longer than the MTU of 1500 both ways."""
+    size = 16 << 20
+    data = (PATTERN * (size // len(PATTERN) + 1))[:size]
+    stats = [{k: tap_stat(tap, k) for k in TAP_STATS}]
+    got = {}
+
+    def host_side():
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while time.monotonic() < deadline and "sha" not in got:
+            try:
+                with urllib.request.urlopen("http://192.168.77.2:8000/blob", timeout=30) as r:
+                    got["sha"] = hashlib.sha256(r.read()).hexdigest()
+            except OSError:
+                time.sleep(0.2)
+        stats.append({k: tap_stat(tap, k) for k in TAP_STATS})
+        while time.monotonic() < deadline:              # then the guest listens for the data
+            try:
+                with socket.create_connection(("192.168.77.2", 6000), timeout=2) as c:
+                    c.settimeout(None)
+                    c.sendall(data)
+                    return
+            except OSError:
+                time.sleep(0.2)
+
+    thread = threading.Thread(target=host_side, daemon=True)
+    thread.start()
+    out = ok(f"ip addr add 192.168.77.2/24 dev eth0; {FEATURES}; mkdir /tmp/www; "
+             f"yes 0123456789abcdef | head -c {size} > /tmp/www/blob; httpd -p 8000 -h /tmp/www; "
+             "nc -l -p 6000 | sha256sum", "--net", f"tap,ifname={tap}", timeout=BOOT_TIMEOUT + 120)
+    thread.join(timeout=30)
+    stats.append({k: tap_stat(tap, k) for k in TAP_STATS})
+    lines = out.splitlines()
+    assert {F_GUEST_CSUM, F_GUEST_TSO4, F_GUEST_TSO6, F_HOST_TSO4} <= negotiated(lines[0]), out
+    assert got.get("sha") == pattern_sha256(size), got
+    assert lines[1].split()[0] == pattern_sha256(size), out
+    sent, frames = frame_average(stats[0], stats[1], "rx")
+    assert sent > 3000, f"the guest's {frames} frames: {sent:.0f} bytes on average"
+    received, frames = frame_average(stats[1], stats[2], "tx")
+    assert received > 3000, f"the host's {frames} frames: {received:.0f} bytes on average"
 
 
 def test_a_tap_device_held_elsewhere_is_one_line(tap):

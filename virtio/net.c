@@ -1,16 +1,25 @@
 /* virtio-net: Ethernet frames between the guest's virtio_net driver and a network backend.
  *
- * Virtio 1.2, 5.1, legacy interface: queue 0 receives, queue 1 transmits. Every buffer
- * starts with the 10-byte struct virtio_net_hdr (5.1.6; 12 bytes only with MRG_RXBUF,
- * which is not offered), all zero here: no checksum or segmentation offload is offered
- * either, so frames are whole and checksummed both ways. MTU tells the driver the largest
- * frame the backend takes (5.1.4.1): up to 65520 bytes of IP packet on user-mode networking,
- * whose every frame then carries up to 44 TCP segments' worth of data. A transmitted chain is sent to
- * the backend before the notifying `out` returns. A frame for the guest takes the next
- * receive chain; while the driver has posted none, up to RX_BACKLOG frames wait for its
- * next notification (TCP through the backend would otherwise retransmit after a loss);
- * beyond that a backend that can (a stream) keeps its frames until the driver posts more.
- * The backend's link state is STATUS's LINK_UP bit.
+ * Virtio 1.2, 5.1, legacy interface: queue 0 receives, queue 1 transmits. Every frame comes
+ * behind a struct virtio_net_hdr (5.1.6): 10 bytes, or 12 with MRG_RXBUF, whose num_buffers
+ * says over how many receive chains a frame was spread (5.1.6.3.2, 5.1.6.4).
+ *
+ * Offloads (5.1.3, 5.1.6.2): the driver may leave a frame's transport checksum to the device
+ * (CSUM) and hand it TCP segments of up to 64 KiB (HOST_TSO4, HOST_TSO6, HOST_ECN). A backend
+ * whose peer takes them (a TAP device with vnet headers) gets them as they are; for the others
+ * the backend interface completes the checksum and cuts the segments (net/offload.c). The other
+ * way, GUEST_CSUM lets the NIC say that a frame's checksums were checked (libslirp made them) or
+ * are still to be done, and GUEST_TSO4/TSO6/ECN, offered only when the backend can deliver such
+ * frames, lets it pass 64 KiB TCP segments in; a frame the driver did not agree to take is
+ * checksummed and cut here first. MTU tells the driver the largest frame the backend takes
+ * (5.1.4.1).
+ *
+ * A transmitted chain is sent to the backend before the notifying `out` returns; a frame whose
+ * header asks what it cannot give is dropped, as a TAP device drops it. A frame for the guest
+ * takes the next receive chains; while the driver has posted too few, up to RX_BACKLOG frames
+ * wait for its next notification (TCP through the backend would otherwise retransmit after a
+ * loss); beyond that a backend that can (a stream, a TAP) keeps its frames until the driver posts
+ * more. The backend's link state is STATUS's LINK_UP bit.
  */
 #include "net.h"
 
@@ -18,12 +27,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NET_F_MTU       (1u << 3)
-#define NET_F_MAC       (1u << 5)
-#define NET_F_STATUS    (1u << 16)
-#define NET_S_LINK_UP   1u
+/* Feature bits (5.1.3). */
+#define NET_F_CSUM          (1u << 0)
+#define NET_F_GUEST_CSUM    (1u << 1)
+#define NET_F_MTU           (1u << 3)
+#define NET_F_MAC           (1u << 5)
+#define NET_F_GUEST_TSO4    (1u << 7)
+#define NET_F_GUEST_TSO6    (1u << 8)
+#define NET_F_GUEST_ECN     (1u << 9)
+#define NET_F_HOST_TSO4     (1u << 11)
+#define NET_F_HOST_TSO6     (1u << 12)
+#define NET_F_HOST_ECN      (1u << 13)
+#define NET_F_MRG_RXBUF     (1u << 15)
+#define NET_F_STATUS        (1u << 16)
+#define NET_S_LINK_UP       1u
 
-#define NET_HDR_BYTES   10
+/* What every NIC offers: the monitor segments and checksums where the backend's peer cannot. */
+#define NET_FEATURES (NET_F_CSUM | NET_F_GUEST_CSUM | NET_F_MTU | NET_F_MAC | NET_F_HOST_TSO4 | \
+                      NET_F_HOST_TSO6 | NET_F_HOST_ECN | NET_F_MRG_RXBUF | NET_F_STATUS)
+
+#define MRG_HDR_BYTES   12          /* struct virtio_net_hdr_mrg_rxbuf: num_buffers at 10 */
 #define NET_CFG_BYTES   12          /* mac[6], status, max_virtqueue_pairs, mtu (5.1.4) */
 #define NET_CFG_MTU     10
 #define RX_QUEUE        0
@@ -31,6 +54,7 @@
 #define RX_BACKLOG      256
 
 struct frame {
+    struct net_hdr hdr;
     size_t len;
     uint8_t *data;
 };
@@ -40,44 +64,136 @@ struct virtio_net {
     struct net_backend *backend;
     char who[32];
     uint8_t config[NET_CFG_BYTES];
-    /* One each: a transmitted frame's answer (ARP, DHCP) comes back through
-     * receive() before the transmit chain is returned. */
-    struct vq_chain rx_chain, tx_chain;
+    unsigned told;                  /* the guest's offloads the backend was last told of */
+    bool told_drop;                 /* a dropped transmit was reported */
+    /* A transmitted frame's answer (ARP, DHCP) comes back through receive() before the
+     * transmit chain is returned: each direction has its own. rx_first is a frame's first
+     * receive chain, which gets num_buffers once the frame is in. */
+    struct vq_chain rx_first, rx_chain, tx_chain;
+    struct vq_used rx_used[VQ_MAX_SIZE];
     struct frame backlog[RX_BACKLOG];
     unsigned head, count;           /* the backlog's oldest frame, and how many */
-    uint8_t tx[NET_HDR_BYTES + NET_MAX_FRAME];
+    uint8_t tx[MRG_HDR_BYTES + NET_MAX_FRAME];
+    uint8_t rx_whole[NET_MAX_FRAME]; /* a received frame checksummed and cut for the driver */
 };
 
-/* One frame into the next receive chain. Returns 1 when it went in, 0 when
- * the driver has posted no chain, -1 when the queue is malformed. */
-static int rx_one(struct virtio_net *n, const uint8_t *frame, size_t len, bool *interrupt)
+static bool has(const struct virtio_net *n, uint32_t feature)
+{
+    return virtio_pci_features(n->vp) & feature;
+}
+
+/* 5.1.6: the header's size, the same both ways. */
+static size_t hdr_bytes(const struct virtio_net *n)
+{
+    return has(n, NET_F_MRG_RXBUF) ? MRG_HDR_BYTES : NET_HDR_BYTES;
+}
+
+/* The offloads the driver takes in what it receives (5.1.6.3.1: none without GUEST_CSUM). */
+static unsigned guest_offloads(const struct virtio_net *n)
+{
+    if (!has(n, NET_F_GUEST_CSUM))
+        return 0;
+    return NET_OFFLOAD_CSUM | (has(n, NET_F_GUEST_TSO4) ? NET_OFFLOAD_TSO4 : 0) |
+           (has(n, NET_F_GUEST_TSO6) ? NET_OFFLOAD_TSO6 : 0) |
+           (has(n, NET_F_GUEST_ECN) ? NET_OFFLOAD_ECN : 0);
+}
+
+/* Once the driver is running, its backend learns what it may hand it (a TAP: TUNSETOFFLOAD). */
+static void tell_offloads(struct virtio_net *n)
+{
+    unsigned offloads = guest_offloads(n);
+    if (n->backend && virtio_pci_driver_ok(n->vp) && offloads != n->told) {
+        net_backend_guest_offloads(n->backend, offloads);
+        n->told = offloads;
+    }
+}
+
+/* ---- receive ---- */
+
+/* (len) bytes from (src) into chain (c)'s buffers, from byte (off) of the chain on. */
+static void chain_write(const struct vq_chain *c, size_t off, const uint8_t *src, size_t len)
+{
+    for (unsigned i = 0; i < c->n && len; i++) {
+        const struct vq_buf *b = &c->buf[i];
+        if (off >= b->len) {
+            off -= b->len;
+            continue;
+        }
+        size_t k = b->len - off < len ? b->len - off : len;
+        memcpy(b->ptr + off, src, k);
+        src += k;
+        len -= k;
+        off = 0;
+    }
+}
+
+/* Bytes [from, from + len) of the header (hdr, hdr_len) and the frame after it, into chain (c). */
+static void chain_fill(const struct vq_chain *c, const uint8_t *hdr, size_t hdr_len,
+                       const uint8_t *frame, size_t from, size_t len)
+{
+    size_t in_hdr = from < hdr_len ? hdr_len - from : 0;
+    if (in_hdr > len)
+        in_hdr = len;
+    chain_write(c, 0, hdr + from, in_hdr);
+    if (len > in_hdr)
+        chain_write(c, in_hdr, frame + (from + in_hdr - hdr_len), len - in_hdr);
+}
+
+/* The bytes chain (c) holds, all of them device-writable; -1 when one is not. */
+static long chain_room(const struct vq_chain *c)
+{
+    long room = 0;
+    for (unsigned i = 0; i < c->n; i++) {
+        if (!c->buf[i].device_writes)
+            return -1;
+        room += c->buf[i].len;
+    }
+    return room;
+}
+
+/* One frame and its header (h) into the next receive chains: one without MRG_RXBUF, as many as
+ * it fills with it (5.1.6.3.2: all but the last used up completely). Returns 1 when it went in
+ * or was lost, 0 when the driver has not posted room for it yet, -1 when the queue is
+ * malformed. As QEMU's virtio_net_receive, a frame that a lone chain cannot hold is lost and
+ * the chain stays with the driver, and one the whole ring could not hold is lost too. */
+static int rx_frame(struct virtio_net *n, const struct net_hdr *h, const uint8_t *frame,
+                    size_t len, bool *interrupt)
 {
     struct virtqueue *q = virtio_pci_queue(n->vp, RX_QUEUE);
-    const char *why = NULL;
-    int r = vq_pop(q, &n->rx_chain, &why);
-    if (r <= 0) {
-        if (r < 0)
-            virtio_pci_error(n->vp, why);
-        return r;
-    }
-    size_t total = NET_HDR_BYTES + len, done = 0;
-    for (unsigned i = 0; i < n->rx_chain.n && done < total; i++) {
-        const struct vq_buf *b = &n->rx_chain.buf[i];
-        if (!b->device_writes) {
-            virtio_pci_error(n->vp, "a virtio-net receive buffer the device may not write");
+    bool merge = has(n, NET_F_MRG_RXBUF);
+    uint8_t hdr[MRG_HDR_BYTES] = { 0 };
+    if (has(n, NET_F_GUEST_CSUM))
+        net_hdr_store(h, hdr);      /* 5.1.6.3.2: else flags and gso_type are 0 */
+    size_t hdr_len = hdr_bytes(n), total = hdr_len + len, done = 0;
+    unsigned used = 0;
+    while (done < total) {
+        if (used == (merge ? q->size : 1u)) {
+            vq_unpop(q, (uint16_t)used);
+            return 1;
+        }
+        struct vq_chain *c = used == 0 ? &n->rx_first : &n->rx_chain;
+        const char *why = NULL;
+        int r = vq_pop(q, c, &why);
+        long room = r > 0 ? chain_room(c) : 0;
+        if (r < 0 || room < 0) {
+            virtio_pci_error(n->vp, r < 0 ? why : "a virtio-net receive buffer the device may "
+                             "not write");
             return -1;
         }
-        size_t k = b->len < total - done ? b->len : total - done, j = 0;
-        for (; j < k && done + j < NET_HDR_BYTES; j++)
-            b->ptr[j] = 0;
-        memcpy(b->ptr + j, frame + (done + j - NET_HDR_BYTES), k - j);
+        if (r == 0) {
+            vq_unpop(q, (uint16_t)used);
+            return 0;
+        }
+        size_t k = (size_t)room < total - done ? (size_t)room : total - done;
+        chain_fill(c, hdr, hdr_len, frame, done, k);
+        n->rx_used[used++] = (struct vq_used){ c->head, (uint32_t)k };
         done += k;
     }
-    if (done < total) {
-        /* A buffer too small for the frame: the frame is lost, as on a NIC. */
-        done = 0;
+    if (merge) {
+        uint8_t num_buffers[2] = { (uint8_t)used, (uint8_t)(used >> 8) };
+        chain_write(&n->rx_first, NET_HDR_BYTES, num_buffers, 2);
     }
-    *interrupt |= vq_push(q, n->rx_chain.head, (uint32_t)done);
+    *interrupt |= vq_push_n(q, n->rx_used, used);
     return 1;
 }
 
@@ -87,7 +203,7 @@ static void rx_flush(struct virtio_net *n)
     bool interrupt = false;
     while (n->count && !virtio_pci_broken(n->vp)) {
         struct frame *f = &n->backlog[n->head];
-        if (rx_one(n, f->data, f->len, &interrupt) <= 0)
+        if (rx_frame(n, &f->hdr, f->data, f->len, &interrupt) <= 0)
             break;
         free(f->data);
         n->head = (n->head + 1) % RX_BACKLOG;
@@ -97,16 +213,14 @@ static void rx_flush(struct virtio_net *n)
         virtio_pci_interrupt(n->vp);
 }
 
-/* A frame from the backend. False when neither a receive chain nor the backlog
- * has room: a backend that can keeps it for net_backend_resume(). */
-static bool receive(void *opaque, const uint8_t *frame, size_t len)
+/* A frame the driver takes as it is: into the receive queue, or the backlog. False when
+ * neither has room. */
+static bool rx_or_keep(struct virtio_net *n, const struct net_hdr *h, const uint8_t *frame,
+                       size_t len)
 {
-    struct virtio_net *n = opaque;
-    if (virtio_pci_broken(n->vp) || !virtio_pci_driver_ok(n->vp) || len > NET_MAX_FRAME)
-        return true;                    /* lost, as on a NIC that is not running */
     if (n->count == 0) {
         bool interrupt = false;
-        int r = rx_one(n, frame, len, &interrupt);
+        int r = rx_frame(n, h, frame, len, &interrupt);
         if (interrupt)
             virtio_pci_interrupt(n->vp);
         if (r != 0)
@@ -119,8 +233,34 @@ static bool receive(void *opaque, const uint8_t *frame, size_t len)
     if (f->data == NULL)
         return true;                    /* lost */
     memcpy(f->data, frame, len);
+    f->hdr = *h;
     f->len = len;
     n->count++;
+    return true;
+}
+
+/* net_offload_apply's emit: a frame checksummed or cut for a driver that takes no offloads. */
+static void rx_whole(void *opaque, const uint8_t *frame, size_t len)
+{
+    static const struct net_hdr whole;
+    rx_or_keep(opaque, &whole, frame, len);     /* a segment with no room is lost */
+}
+
+/* A frame from the backend. False when neither the receive queue nor the backlog has room: a
+ * backend that can keeps it for net_backend_resume(). */
+static bool receive(void *opaque, const struct net_hdr *h, const uint8_t *frame, size_t len)
+{
+    struct virtio_net *n = opaque;
+    if (virtio_pci_broken(n->vp) || !virtio_pci_driver_ok(n->vp) || len > NET_MAX_FRAME)
+        return true;                    /* lost, as on a NIC that is not running */
+    tell_offloads(n);
+    if (net_hdr_within(h, guest_offloads(n)))
+        return rx_or_keep(n, h, frame, len);
+    /* Sent by the backend before it heard what the driver takes: done here. A frame whose
+     * header makes no sense is lost. */
+    const char *why;
+    memcpy(n->rx_whole, frame, len);
+    net_offload_apply(h, n->rx_whole, len, rx_whole, n, &why);
     return true;
 }
 
@@ -135,7 +275,39 @@ static void link_changed(void *opaque, bool up)
     virtio_pci_config_changed(n->vp);
 }
 
-/* Each transmitted chain: the device-readable bytes, header first, to the backend. */
+/* ---- transmit ---- */
+
+/* A frame the backend could not send as its header asked: lost, with one line the first time. */
+static void tx_dropped(struct virtio_net *n, const char *why)
+{
+    if (!n->told_drop)
+        fprintf(stderr, "ring3: %s: dropped a frame the guest sent: its virtio-net header asks "
+                "for %s (more such frames are dropped silently)\n", n->who, why);
+    n->told_drop = true;
+}
+
+/* The device-readable bytes of chain (c) into (n->tx); their length, or -1 with (*why) set. */
+static long tx_gather(struct virtio_net *n, const struct vq_chain *c, const char **why)
+{
+    size_t len = 0;
+    for (unsigned i = 0; i < c->n; i++) {
+        const struct vq_buf *b = &c->buf[i];
+        if (b->device_writes || b->len > sizeof n->tx - len) {
+            *why = b->device_writes ? "a virtio-net transmit buffer the device must write"
+                                    : "a virtio-net frame longer than 65550 bytes";
+            return -1;
+        }
+        memcpy(n->tx + len, b->ptr, b->len);
+        len += b->len;
+    }
+    if (len < hdr_bytes(n)) {
+        *why = "a virtio-net transmit chain shorter than its header";
+        return -1;
+    }
+    return (long)len;
+}
+
+/* Each transmitted chain: its header and frame to the backend. */
 static void tx_all(struct virtio_net *n)
 {
     struct virtqueue *q = virtio_pci_queue(n->vp, TX_QUEUE);
@@ -143,24 +315,28 @@ static void tx_all(struct virtio_net *n)
     bool interrupt = false;
     int r;
     while ((r = vq_pop(q, &n->tx_chain, &why)) > 0) {
-        size_t len = 0;
-        for (unsigned i = 0; i < n->tx_chain.n; i++) {
-            const struct vq_buf *b = &n->tx_chain.buf[i];
-            if (b->device_writes || b->len > sizeof n->tx - len) {
-                why = b->device_writes ? "a virtio-net transmit buffer the device must write"
-                                       : "a virtio-net frame longer than 65550 bytes";
-                r = -1;
-                break;
-            }
-            memcpy(n->tx + len, b->ptr, b->len);
-            len += b->len;
-        }
-        if (r < 0)
+        long len = tx_gather(n, &n->tx_chain, &why);
+        if (len < 0) {
+            r = -1;
             break;
-        if (len > NET_HDR_BYTES && n->backend)
-            net_backend_send(n->backend, n->tx + NET_HDR_BYTES, len - NET_HDR_BYTES);
+        }
+        size_t hdr_len = hdr_bytes(n);
+        struct net_hdr h = net_hdr_load(n->tx);
+        /* 5.1.6.2.1: the driver sets no flag but NEEDS_CSUM; a DATA_VALID it set anyway would
+         * make a TAP's host kernel skip checking the frame: the device ignores it (5.1.6.2.2) */
+        h.flags &= NET_HDR_F_NEEDS_CSUM;
+        const char *bad;
+        if ((size_t)len > hdr_len && n->backend &&
+            net_backend_send(n->backend, &h, n->tx + hdr_len, (size_t)len - hdr_len, &bad) < 0)
+            tx_dropped(n, bad);
+        /* A receive chain the frame's answer found malformed stops the device: this one
+         * does not complete either, as in QEMU (virtqueue_fill of a broken device). */
+        if (virtio_pci_broken(n->vp))
+            break;
         interrupt |= vq_push(q, n->tx_chain.head, 0);
     }
+    if (n->backend)
+        net_backend_flush(n->backend);
     if (r < 0)
         virtio_pci_error(n->vp, why);
     if (interrupt)
@@ -171,6 +347,7 @@ static void net_notify(void *opaque, struct virtio_pci *vp, unsigned index)
 {
     struct virtio_net *n = opaque;
     (void)vp;
+    tell_offloads(n);
     if (index == TX_QUEUE) {
         tx_all(n);
     } else if (index == RX_QUEUE) {
@@ -178,6 +355,21 @@ static void net_notify(void *opaque, struct virtio_pci *vp, unsigned index)
         if (n->count < RX_BACKLOG && n->backend)
             net_backend_resume(n->backend);
     }
+}
+
+/* The frames waiting for the driver are lost, as QEMU's reset purges its queue. */
+static void backlog_drop(struct virtio_net *n)
+{
+    while (n->count) {
+        free(n->backlog[n->head].data);
+        n->head = (n->head + 1) % RX_BACKLOG;
+        n->count--;
+    }
+}
+
+static void net_reset(void *opaque)
+{
+    backlog_drop(opaque);
 }
 
 struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
@@ -198,11 +390,12 @@ struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
         .pci_device_id = 0x1000,
         .type = 1,
         .class_code = 0x020000,     /* network, Ethernet */
-        .features = NET_F_MAC | NET_F_STATUS | NET_F_MTU,
+        .features = NET_FEATURES,
         .nqueues = 2,
         .config = n->config,
         .config_len = sizeof n->config,
         .notify = net_notify,
+        .reset = net_reset,
         .opaque = n,
     };
     n->vp = virtio_pci_init(pci, io, gm, slot, port, irq, irq_num, &dev);
@@ -221,17 +414,21 @@ struct net_client virtio_net_client(struct virtio_net *n)
 void virtio_net_attach(struct virtio_net *n, struct net_backend *backend)
 {
     n->backend = backend;
+    n->told = 0;
+    if (backend == NULL)
+        return;
+    /* 5.1.3.1: no GUEST_TSO4/TSO6 without GUEST_CSUM, which every NIC offers. */
+    unsigned o = backend->offloads;
+    virtio_pci_offer(n->vp, NET_FEATURES | (o & NET_OFFLOAD_TSO4 ? NET_F_GUEST_TSO4 : 0) |
+                            (o & NET_OFFLOAD_TSO6 ? NET_F_GUEST_TSO6 : 0) |
+                            (o & NET_OFFLOAD_ECN ? NET_F_GUEST_ECN : 0));
 }
 
 void virtio_net_free(struct virtio_net *n)
 {
     if (n == NULL)
         return;
-    while (n->count) {
-        free(n->backlog[n->head].data);
-        n->head = (n->head + 1) % RX_BACKLOG;
-        n->count--;
-    }
+    backlog_drop(n);
     virtio_pci_free(n->vp);
     free(n);
 }

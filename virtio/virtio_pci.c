@@ -71,6 +71,8 @@ static void reset(struct virtio_pci *vp)
     for (unsigned i = 0; i < VIRTIO_PCI_MAX_QUEUES; i++)
         vq_reset(&vp->vq[i]);
     update_irq(vp);
+    if (vp->dev.reset)
+        vp->dev.reset(vp->dev.opaque);
 }
 
 static struct virtqueue *selected(struct virtio_pci *vp)
@@ -252,6 +254,11 @@ struct virtqueue *virtio_pci_queue(struct virtio_pci *vp, unsigned index)
 uint32_t virtio_pci_features(const struct virtio_pci *vp)
 {
     return vp->driver_features;
+}
+
+void virtio_pci_offer(struct virtio_pci *vp, uint32_t features)
+{
+    vp->dev.features = features;
 }
 
 void virtio_pci_interrupt(struct virtio_pci *vp)

@@ -31,6 +31,8 @@ struct virtio_device {
     /* The driver notified queue (index): take its chains, then call
      * virtio_pci_interrupt() if any completed one wants an interrupt. */
     void (*notify)(void *opaque, struct virtio_pci *vp, unsigned index);
+    /* The driver reset the device (may be NULL): forget what was meant for the driver. */
+    void (*reset)(void *opaque);
     void *opaque;
 };
 
@@ -51,6 +53,10 @@ struct virtqueue *virtio_pci_queue(struct virtio_pci *vp, unsigned index);
 
 /* The feature bits the driver accepted. */
 uint32_t virtio_pci_features(const struct virtio_pci *vp);
+
+/* Offer (features) instead of what virtio_pci_init() was given: before the driver runs (a NIC
+ * learns what its backend takes after the NIC was made). */
+void virtio_pci_offer(struct virtio_pci *vp, uint32_t features);
 
 /* Used buffers were returned: set the ISR's queue bit and assert INTA#
  * (virtio 1.2, 4.1.4.5; it stays asserted until the driver reads the ISR). */

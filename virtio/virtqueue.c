@@ -121,12 +121,24 @@ int vq_pop(struct virtqueue *q, struct vq_chain *c, const char **why)
     }
 }
 
-bool vq_push(struct virtqueue *q, uint16_t head, uint32_t written)
+void vq_unpop(struct virtqueue *q, uint16_t n)
 {
-    uint32_t elem[2] = { head, written };
-    memcpy(used_at(q, VQ_RING_HDR + 8ull * (q->used_idx & (q->size - 1))), elem, sizeof elem);
-    q->used_idx++;
-    /* 2.7.8.2: the element is visible before the index that covers it. */
+    q->last_avail = (uint16_t)(q->last_avail - n);
+}
+
+bool vq_push_n(struct virtqueue *q, const struct vq_used *used, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t elem[2] = { used[i].head, used[i].written };
+        memcpy(used_at(q, VQ_RING_HDR + 8ull * (q->used_idx & (q->size - 1))), elem, sizeof elem);
+        q->used_idx++;
+    }
+    /* 2.7.8.2: the elements are visible before the index that covers them. */
     __atomic_store_n((uint16_t *)used_at(q, 2), q->used_idx, __ATOMIC_RELEASE);
     return !(__atomic_load_n(avail_word(q, 0), __ATOMIC_ACQUIRE) & VQ_AVAIL_F_NO_INTERRUPT);
+}
+
+bool vq_push(struct virtqueue *q, uint16_t head, uint32_t written)
+{
+    return vq_push_n(q, &(struct vq_used){ head, written }, 1);
 }

@@ -61,9 +61,22 @@ void vq_reset(struct virtqueue *q);
  * buffer after a writable one): (*why) then says which. */
 int vq_pop(struct virtqueue *q, struct vq_chain *c, const char **why);
 
+/* Give the last (n) chains vq_pop() took back, unused: the next vq_pop() takes them again (as
+ * QEMU's virtqueue_unpop; the driver cannot tell, since the device owns an available buffer until
+ * it is used). At most what was taken since the queue was placed. */
+void vq_unpop(struct virtqueue *q, uint16_t n);
+
 /* Return chain (head) to the driver through the used ring, with (written)
  * bytes written into its buffers. Returns whether the driver wants an
  * interrupt for it (VQ_AVAIL_F_NO_INTERRUPT clear). */
 bool vq_push(struct virtqueue *q, uint16_t head, uint32_t written);
+
+/* The same for (n) chains at once, whose used elements the driver sees together: the used index
+ * moves once, after all of them (a frame spread over several receive chains, virtio 1.2,
+ * 5.1.6.4). */
+struct vq_used {
+    uint32_t head, written;
+};
+bool vq_push_n(struct virtqueue *q, const struct vq_used *used, unsigned n);
 
 #endif
