@@ -7,8 +7,8 @@
 # since ring3 runs guest processes unrewritten (DESIGN.md).
 # tests/test_guests.py runs them all and compares their serial transcripts and exit statuses.
 
-TG_NAMES := hello segments exceptions pit uart-input paging accessed-dirty usermode msr-unknown \
-            cpuid-msr syscall-loop timer-storm virtio-blk virtio-net
+TG_NAMES := hello segments exceptions pit uart-input paging paging-pae accessed-dirty usermode \
+            msr-unknown cpuid-msr syscall-loop timer-storm virtio-blk virtio-net
 TG_DIR   := $(B)/testguests
 
 # -fno-tree-loop-distribute-patterns: keep gcc from turning memset's own loop into a call to memset.

@@ -8,6 +8,8 @@
 
 #include "cpu_model.h"
 
+#include "monitor/mmu/mmu.h"
+
 #include "vcpu.h"
 
 #define MSR_TSC           0x10
@@ -16,17 +18,18 @@
 #define MSR_SYSENTER_EIP  0x176
 #define MSR_MISC_ENABLE   0x1A0
 #define MSR_PAT           0x277
+#define MSR_EFER          0xC0000080
 #define MSR_TSC_AUX       0xC0000103
 #define MSR_AMD_HWCR      0xC0010015
 #define MSR_AMD_NB_CFG    0xC001001F
 #define HWCR_TSC_FREQ_SEL (1ull << 24)  /* the TSC counts at the P0 frequency */
 
-/* Leaf 1 EDX (SDM vol. 2, CPUID, Table 3-11): keep FPU, PSE, TSC, MSR, CX8,
- * SEP, PGE, CMOV, PAT, CLFSH, MMX, FXSR, SSE, SSE2. Hidden: VME, DE, PAE, MCE,
+/* Leaf 1 EDX (SDM vol. 2, CPUID, Table 3-11): keep FPU, PSE, TSC, MSR, PAE, CX8,
+ * SEP, PGE, CMOV, PAT, CLFSH, MMX, FXSR, SSE, SSE2. Hidden: VME, DE, MCE,
  * APIC, MTRR, MCA, PSE-36, DS, ACPI, SS, HTT, TM, PBE (nothing emulates them). */
 #define B(n) (1u << (n))
-#define LEAF1_EDX_KEEP (B(0) | B(3) | B(4) | B(5) | B(8) | B(11) | B(13) | B(15) | B(16) | B(19) | \
-                        B(23) | B(24) | B(25) | B(26))
+#define LEAF1_EDX_KEEP (B(0) | B(3) | B(4) | B(5) | B(6) | B(8) | B(11) | B(13) | B(15) | B(16) | \
+                        B(19) | B(23) | B(24) | B(25) | B(26))
 /* Leaf 1 ECX: hidden are DTES64, MONITOR, DS-CPL, VMX, SMX, EST, TM2, CNXT-ID,
  * SDBG, xTPR, PDCM, PCID, DCA, x2APIC and TSC-deadline. XSAVE, OSXSAVE and AVX
  * stay as the host has them: guest processes run on the real CPU and see its
@@ -177,7 +180,8 @@ void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
         break;
     case 0x80000001:
         out[2] &= B(0) | B(5) | B(8);       /* LAHF, ABM, PREFETCHW */
-        out[3] &= ~(B(11) | B(20) | B(26) | B(27) | B(29));  /* SYSCALL, NX, 1G pages, RDTSCP, LM */
+        /* Hidden: SYSCALL, 1G pages, RDTSCP, LM. NX stays: PAE paging's XD bit is emulated. */
+        out[3] &= ~(B(11) | B(26) | B(27) | B(29));
         break;
     default:
         break;
@@ -193,6 +197,7 @@ bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
     case MSR_SYSENTER_EIP: *value = v->sysenter_eip; return true;
     case MSR_PAT: *value = v->msr_misc[0]; return true;
     case MSR_MISC_ENABLE: *value = v->msr_misc[1]; return true;
+    case MSR_EFER: *value = v->efer; return true;
     /* RDTSCP and RDPID read the host's TSC_AUX when guest code runs them natively;
      * the guest kernel's own reads and writes see its value. */
     case MSR_TSC_AUX: *value = v->msr_misc[3]; return true;
@@ -213,15 +218,40 @@ bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
     case MSR_SYSENTER_EIP: v->sysenter_eip = (uint32_t)value; return true;
     case MSR_PAT: v->msr_misc[0] = value; return true;
     case MSR_MISC_ENABLE: v->msr_misc[1] = value; return true;
+    case MSR_EFER:
+        /* Only NXE: SYSCALL and long mode are hidden, so SCE and LME are
+         * reserved here (SDM vol. 4, 2.1). NXE decides what the host maps
+         * executable: a change drops every mapping. */
+        if (value & ~(uint64_t)EFER_NXE)
+            return false;
+        if ((v->efer ^ value) & EFER_NXE)
+            mmu_flush(v, false);
+        v->efer = value;
+        return true;
     case MSR_TSC_AUX: v->msr_misc[3] = (uint32_t)value; return true;
     case MSR_AMD_HWCR: case MSR_AMD_NB_CFG: return true;
     default: return false;
     }
 }
 
+/* The guest's MAXPHYADDR: CPUID 0x80000008 EAX[7:0], which it sees as the
+ * host has it, or 36 without that leaf (SDM vol. 3, 4.1.4). */
+static unsigned maxphyaddr(void)
+{
+    uint32_t d[4];
+    host_cpuid(0x80000000, 0, d);
+    if (d[0] < 0x80000008)
+        return 36;
+    host_cpuid(0x80000008, 0, d);
+    return d[0] & 0xFF;
+}
+
 void cpu_reset(struct vcpu *v)
 {
     v->xcr0 = XCR0_X87;                         /* XCR0's value at reset (SDM vol. 1, 13.3) */
+    v->efer = 0;
+    /* PAE entries' reserved bits: MAXPHYADDR through 62 (SDM vol. 3, 4.4.2). */
+    v->pae_reserved = ((1ull << 63) - 1) & ~((1ull << maxphyaddr()) - 1);
     v->msr_misc[0] = 0x0007040600070406ull;     /* the PAT's power-up value */
     v->msr_misc[1] = 1;                         /* fast strings enabled */
 }

@@ -65,7 +65,7 @@ static uint64_t guest_entry(struct vcpu *v, unsigned i)
 {
     struct walk w;
     uint32_t at = v->ldtr.base + i * 8;
-    if (paging_walk(v, at, false, false, false, &w))
+    if (paging_walk(v, at, MMU_READ, false, false, &w))
         return 0;
     const uint64_t *p = guestmem_ptr(v->gm, w.phys, 8);
     return p ? *p : 0;

@@ -3,12 +3,24 @@
 
 #include "monitor/host/stats.h"
 #include "monitor/mmu/mmu.h"
+#include "monitor/mmu/paging.h"
 
 #include "access.h"
 #include "emulate.h"
 #include "ldt.h"
 #include "segment.h"
 #include "vcpu.h"
+
+/* A mov to CR0 or CR4 that leaves PAE paging in force reloads the PDPTEs when
+ * it changes PG, PAE, PGE or PSE (SDM vol. 3, 4.4.1); a reserved bit in them
+ * is #GP(0), the register unchanged. */
+static void reload_pdptes(struct vcpu *v, uint32_t *reg, uint32_t old, uint32_t changed)
+{
+    if (changed && !paging_load_pdptes(v)) {
+        *reg = old;
+        vcpu_raise(v, VEC_GP, 0);
+    }
+}
 
 void sysreg_write_cr(struct vcpu *v, unsigned n, uint32_t value)
 {
@@ -19,6 +31,7 @@ void sysreg_write_cr(struct vcpu *v, unsigned n, uint32_t value)
             vcpu_raise(v, VEC_GP, 0);
         old = v->cr0;
         v->cr0 = value | CR0_ET;
+        reload_pdptes(v, &v->cr0, old, (old ^ v->cr0) & CR0_PG);
         if ((old ^ v->cr0) & (CR0_PG | CR0_WP | CR0_PE))
             mmu_flush(v, false);
         break;
@@ -27,20 +40,26 @@ void sysreg_write_cr(struct vcpu *v, unsigned n, uint32_t value)
         break;
     case 3:
         uint64_t t0 = stats_start();
+        old = v->cr3;
         v->cr3 = value;
+        if (!paging_load_pdptes(v)) {
+            v->cr3 = old;
+            vcpu_raise(v, VEC_GP, 0);
+        }
         mmu_new_cr3(v);
         stats_cr3(t0);
         break;
     case 4:
-        /* Only what 2-level paging needs; PAE, VMXE, SMEP and the rest are refused.
-         * FSGSBASE is the host's, on whatever the guest says. */
-        if (value & ~(CR4_PSE | CR4_PGE | 0x200u /* OSFXSR */ | 0x400u /* OSXMMEXCPT */ |
+        /* What 32-bit and PAE paging need; VMXE, SMEP, SMAP and the rest are
+         * refused. FSGSBASE is the host's, on whatever the guest says. */
+        if (value & ~(CR4_PSE | CR4_PAE | CR4_PGE | 0x200u /* OSFXSR */ | 0x400u /* OSXMMEXCPT */ |
                       CR4_OSXSAVE | 0x8u /* DE */ | 0x4u /* TSD */ | 0x100u /* PCE */ |
                       0x10000u /* FSGSBASE */))
             vcpu_raise(v, VEC_GP, 0);
         old = v->cr4;
         v->cr4 = value;
-        if ((old ^ value) & (CR4_PSE | CR4_PGE))
+        reload_pdptes(v, &v->cr4, old, (old ^ value) & (CR4_PAE | CR4_PGE | CR4_PSE));
+        if ((old ^ value) & (CR4_PSE | CR4_PAE | CR4_PGE))
             mmu_flush(v, false);
         break;
     default:

@@ -58,11 +58,15 @@ enum isolation {
 #define CR0_PG 0x80000000u
 #define CR4_DE  0x00000008u
 #define CR4_PSE 0x00000010u
+#define CR4_PAE 0x00000020u
 #define CR4_PGE 0x00000080u
 #define CR4_OSXSAVE 0x00040000u
 
 /* DR6 (SDM vol. 3, 17.2.3): BS, the single-step condition; the bits that
  * always read as 1; DR7 bit 10 reads as 1 too. */
+/* IA32_EFER (SDM vol. 4, 2.1): only NXE, which PAE paging's execute-disable bit needs. */
+#define EFER_NXE     0x00000800u
+
 #define DR6_BS       0x00004000u
 #define DR6_FIXED1   0xFFFF0FF0u
 #define DR7_FIXED1   0x00000400u
@@ -90,6 +94,12 @@ struct seg {
 struct vcpu {
     struct r3_shared *sh;           /* registers, EIP, EFLAGS image, virtual IF */
     uint32_t cr0, cr2, cr3, cr4;
+    uint64_t efer;
+    /* PAE paging: the four PDPTE registers CR3's table was loaded into (SDM vol. 3,
+     * 4.4.1), and the bits of a PDE or PTE that are reserved: MAXPHYADDR to 62
+     * (4.4.2, the guest's CPUID 0x80000008). */
+    uint64_t pdpte[4];
+    uint64_t pae_reserved;
     uint32_t dr[8];
     struct bp_task bp;              /* --isolation=none: DR0-DR3 as this thread's host breakpoints */
     struct { uint32_t base; uint16_t limit; } gdtr, idtr;

@@ -69,10 +69,12 @@ static const char *build_file(char *buf, size_t size, const char *name)
     return buf;
 }
 
+/* vmlinux rather than bzImage: the loader places an ELF itself, and the
+ * bzImage's decompressor (xz) would take longer than the rest of the boot. */
 const char *options_default_kernel(void)
 {
     static char path[4200];
-    return build_file(path, sizeof path, "bzImage");
+    return build_file(path, sizeof path, "vmlinux");
 }
 
 const char *options_default_initrd(void)
@@ -89,7 +91,7 @@ static void usage(FILE *out)
             "ring3-as), or a Multiboot ELF. Without KERNEL: the default Linux and initramfs,\n"
             "  %s\n  %s\n"
             "\n"
-            "  -m SIZE              guest memory, 16M to 2G (default 256M; a plain number is MiB)\n"
+            "  -m SIZE              guest memory, 16M to 16G (default 256M; a plain number is MiB)\n"
             "  --append CMDLINE     kernel command line (Linux: added to ring3's default one)\n"
             "  --initrd FILE        initial ramdisk (a Multiboot module for Multiboot kernels);\n"
             "                       alone, it replaces the default initramfs and keeps the kernel\n"
@@ -266,9 +268,9 @@ static int parse_mem(const char *arg, struct r3_options *o)
 {
     if (options_parse_size(arg, &o->mem_size) < 0)
         return bad_input("invalid memory size '-m %s'; give a size such as 256M or 1G "
-                "(16M to 2G)", arg);
+                "(16M to 16G)", arg);
     if (o->mem_size < GM_MIN_SIZE || o->mem_size > GM_MAX_SIZE)
-        return bad_input("-m %s is too %s; guest memory must be 16M to 2G",
+        return bad_input("-m %s is too %s; guest memory must be 16M to 16G",
                 arg, o->mem_size < GM_MIN_SIZE ? "small" : "large");
     return 0;
 }

@@ -40,6 +40,7 @@
 #include "monitor/host/signals.h"
 
 #include "mmu.h"
+#include "paging.h"
 
 #define MAX_PENDING_MAPS 64
 #define INPUT_POLL_NS 10000000ull   /* look at host input at least this often while user code computes */
@@ -47,12 +48,13 @@
 _Static_assert(sizeof(struct user_desc) == sizeof(struct stub_tls), "struct stub_tls is a user_desc");
 
 struct pending_map {
-    uint32_t linear, phys;
+    uint32_t linear;
+    uint64_t phys;
     int prot;
 };
 
 struct aspace {
-    uint32_t pd;                    /* the page directory (CR3 without flags) it runs */
+    uint32_t pd;                    /* the top-level table it runs (paging_root: CR3 without flags) */
     struct stub *stub;
     struct bp_task bp;              /* the guest's DR0-DR3 as its stub has them */
     struct tlb *tlb;
@@ -125,7 +127,7 @@ static struct aspace *take(struct vcpu *v, uint32_t pd)
 
 struct aspace *aspace_current(struct vcpu *v)
 {
-    uint32_t pd = v->cr3 & ~0xFFFu;
+    uint32_t pd = paging_root(v);
     struct aspace *as = v->as;
     if (!as || as->pd != pd) {
         as = NULL;
@@ -149,7 +151,7 @@ struct tlb *aspace_tlb(struct aspace *as)
     return as->tlb;
 }
 
-bool aspace_map(struct aspace *as, uint32_t linear, uint32_t phys, int prot)
+bool aspace_map(struct aspace *as, uint32_t linear, uint64_t phys, int prot)
 {
     for (unsigned i = 0; i < as->nmap; i++) {
         if (as->map[i].linear == linear) {

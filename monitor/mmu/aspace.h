@@ -37,7 +37,7 @@ struct tlb *aspace_tlb(struct aspace *as);
  * runs: put the page at (linear) on the guest frame at (phys) with (prot),
  * false when no room is left (the page then stays unmapped: a fault maps it
  * later); drop page numbers [first, end). */
-bool aspace_map(struct aspace *as, uint32_t linear, uint32_t phys, int prot);
+bool aspace_map(struct aspace *as, uint32_t linear, uint64_t phys, int prot);
 void aspace_unmap(struct aspace *as, uint32_t first, uint32_t end);
 
 /* Run guest user code (v->cpl == 3) in the current address space's stub

@@ -1,10 +1,11 @@
-/* The guest MMU: 2-level IA-32 paging with 4 MiB pages, host mappings as the TLB.
+/* The guest MMU: 32-bit and PAE paging, host mappings as the TLB.
  *
  * A guest linear page is mapped into the host (at the same address, from the
  * guest-memory memfd) only after a host fault on it, once the guest's page
  * tables allow the access (SDM vol. 3, 4.3 and 4.6). Pages are mapped
  * read-only until their first write, so the dirty bit can be set exactly
- * when the CPU would set it (SDM vol. 3, 4.8). invlpg drops a mapping; a CR3
+ * when the CPU would set it (SDM vol. 3, 4.8), and executable only where no
+ * execute-disable bit forbids it (4.6.2). invlpg drops a mapping; a CR3
  * write drops those the new page tables would not fill the same way, so
  * that switching between processes that share pages (text, libraries after
  * fork) refaults only what differs. Bitmaps remember what is mapped, and
@@ -51,9 +52,10 @@
 struct tlb {
     uint64_t mapped[NPAGES / 64], global[NPAGES / 64], privileged[NPAGES / 64];
     uint64_t writable[NPAGES / 64];         /* mapped with PROT_WRITE */
+    uint64_t noexec[NPAGES / 64];           /* mapped without PROT_EXEC */
     uint64_t in_use[NPAGES / 64 / 64];      /* bit w: mapped[w] may be nonzero (sweeps skip the rest) */
     uint32_t frame[NPAGES];                 /* the physical page each mapped page shows */
-    uint64_t large[1024 / 64];              /* bit r: 4 MiB region r was filled whole (fill_large) */
+    uint64_t large[1024 / 64];              /* bit r: a large page in 4 MiB region r was filled whole */
     /* At or below the lowest page mapped privileged (a bound, not exact: pages
      * dropped one by one leave it as it is); NO_PRIVILEGED when none is. */
     uint32_t lowest_privileged;
@@ -73,7 +75,7 @@ static void set_bit(uint64_t *map, uint32_t page, bool on)
 }
 
 /* Put (page) on guest frame (phys) with (prot) in (t)'s host address space. */
-static int tlb_install(struct vcpu *v, struct tlb *t, uint32_t phys, uint32_t page, int prot)
+static int tlb_install(struct vcpu *v, struct tlb *t, uint64_t phys, uint32_t page, int prot)
 {
     if (t->as)
         return aspace_map(t->as, page, phys, prot) ? 0 : -ENOSPC;
@@ -98,31 +100,40 @@ static struct tlb *current_tlb(struct vcpu *v)
 }
 
 /* Records (page) as mapped in (t) on frame (phys) with (prot), by a fill at (cpl). */
-static void record(struct vcpu *v, struct tlb *t, uint32_t page, uint32_t phys, int prot, bool glob,
+static void record(struct vcpu *v, struct tlb *t, uint32_t page, uint64_t phys, int prot, bool glob,
                    bool priv)
 {
     uint32_t n = page >> 12;
     set_bit(t->mapped, n, true);
     set_bit(t->in_use, n >> 6, true);
     set_bit(t->writable, n, prot & PROT_WRITE);
-    t->frame[n] = phys >> 12;
+    set_bit(t->noexec, n, !(prot & PROT_EXEC));
+    t->frame[n] = (uint32_t)(phys >> 12);
     set_bit(t->global, n, glob);
     set_bit(t->privileged, n, priv);
     if (priv && page < t->lowest_privileged)
         t->lowest_privileged = page;
-    TRACE(v, "map %08x -> %08x %s%s", page, phys, prot & PROT_WRITE ? "rw" : "ro", t->as ? " (stub)" : "");
+    TRACE(v, "map %08x -> %09llx %s%s%s", page, (unsigned long long)phys, prot & PROT_WRITE ? "rw" : "ro",
+          prot & PROT_EXEC ? "" : " nx", t->as ? " (stub)" : "");
 }
 
-/* The host protection a fill gives a page: writable only once dirty, so the
- * first write comes back to set D; at CPL 0 with CR0.WP clear, writable
- * whatever R/W says (SDM vol. 3, 4.6.1). */
+/* The host protection of a page the tables give (rw) and (nx): PROT_WRITE
+ * only once dirty, so the first write comes back to set D; PROT_EXEC unless
+ * execute-disable forbids fetches (SDM vol. 3, 4.6.2). */
+static int page_prot(bool rw, bool nx)
+{
+    return PROT_READ | (nx ? 0 : PROT_EXEC) | (rw ? PROT_WRITE : 0);
+}
+
+/* The host protection a fill gives a page: at CPL 0 with CR0.WP clear,
+ * writable whatever R/W says (SDM vol. 3, 4.6.1). */
 static int fill_prot(struct vcpu *v, const struct walk *w, bool *wp_override)
 {
     bool rw = (w->pde & PG_RW) && (w->pte & PG_RW);
     *wp_override = v->cpl == 0 && !(v->cr0 & CR0_WP) && !rw;
     if (*wp_override)
         rw = true;
-    return PROT_READ | PROT_EXEC | ((rw && (w->pte & PG_D)) ? PROT_WRITE : 0);
+    return page_prot(rw && (w->pte & PG_D), w->nx);
 }
 
 /* Fault-around for a stub (a fill there costs a hand-off): the other pages of
@@ -139,46 +150,51 @@ static void fault_around(struct vcpu *v, struct tlb *t, uint32_t linear)
         bool wp;
         uint32_t page = n << 12;
         if (bit(t->mapped, n) || page == (linear & ~0xFFFu) || page >= R3_RUNTIME_BASE ||
-            page < v->gm->low_base || paging_walk(v, page, false, true, true, &w) ||
-            !guestmem_ok(v->gm, w.phys & ~0xFFFu, 0x1000))
+            page < v->gm->low_base || paging_walk(v, page, MMU_READ, true, true, &w) ||
+            !guestmem_ok(v->gm, w.phys & ~0xFFFull, 0x1000))
             continue;
         int prot = fill_prot(v, &w, &wp);
-        if (tlb_install(v, t, w.phys & ~0xFFFu, page, prot))
+        if (tlb_install(v, t, w.phys & ~0xFFFull, page, prot))
             return;
-        record(v, t, page, w.phys & ~0xFFFu, prot, false, false);
+        record(v, t, page, w.phys & ~0xFFFull, prot, false, false);
     }
 }
 
-/* A kernel fill inside a 4 MiB page maps the rest of it in the same step:
+/* A kernel fill inside a large page maps the rest of it in the same step:
  * one translation covers the whole page on hardware (SDM vol. 3, 4.10.2.3:
- * "a TLB entry for a 4-MByte page"), so its other 4 KiB pieces share its
- * rights and its A and D flags, which the walk just set. Without this, a
- * kernel that touches fresh memory in its direct map (the page cache during a
- * disk read) takes one host fault per 4 KiB. Pieces already mapped as
- * wanted are left; runs of the others go in one mapping each. */
+ * "a TLB entry for a 4-MByte page", or a 2-MByte one under PAE), so its other
+ * 4 KiB pieces share its rights and its A and D flags, which the walk just
+ * set. Without this, a kernel that touches fresh memory in its direct map
+ * (the page cache during a disk read) takes one host fault per 4 KiB. Pieces
+ * already mapped as wanted are left; runs of the others go in one mapping
+ * each. */
 static void fill_large(struct vcpu *v, struct tlb *t, uint32_t linear, const struct walk *w,
                        int prot, bool glob, bool priv)
 {
-    uint32_t first = (linear & 0xFFC00000u) >> 12, phys0 = w->phys & 0xFFC00000u;
+    uint32_t pages = paging_pae(v) ? 512 : 1024, size = pages << 12;
+    uint32_t first = (linear & ~(size - 1)) >> 12;
+    uint64_t phys0 = w->phys & ~(uint64_t)(size - 1);
     uint32_t run = 0;
     set_bit(t->large, first >> 10, true);
-    for (uint32_t i = 0; i <= 1024; i++) {
-        uint32_t n = first + i, page = n << 12, phys = phys0 + (i << 12);
-        bool want = i < 1024 && page < R3_RUNTIME_BASE && page >= v->gm->low_base &&
+    for (uint32_t i = 0; i <= pages; i++) {
+        uint32_t n = first + i, page = n << 12;
+        uint64_t phys = phys0 + ((uint64_t)i << 12);
+        bool want = i < pages && page < R3_RUNTIME_BASE && page >= v->gm->low_base &&
                     guestmem_ok(v->gm, phys, 0x1000) &&
                     !(bit(t->mapped, n) && t->frame[n] == phys >> 12 &&
-                      (bit(t->writable, n) || !(prot & PROT_WRITE)));
+                      (bit(t->writable, n) || !(prot & PROT_WRITE)) &&
+                      bit(t->noexec, n) == !(prot & PROT_EXEC));
         if (want) {
             run++;
             continue;
         }
         if (run) {
             uint32_t start = n - run;
-            if (guestmem_map(v->gm, phys0 + ((start - first) << 12), start << 12,
-                             (uint64_t)run << 12, prot))
+            uint64_t at = phys0 + ((uint64_t)(start - first) << 12);
+            if (guestmem_map(v->gm, at, (uint64_t)start << 12, (uint64_t)run << 12, prot))
                 return;
             for (uint32_t k = start; k < n; k++)
-                record(v, t, k << 12, phys0 + ((k - first) << 12), prot, glob, priv);
+                record(v, t, k << 12, at + ((uint64_t)(k - start) << 12), prot, glob, priv);
             run = 0;
         }
     }
@@ -189,10 +205,9 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
 {
     struct walk w;
     uint32_t page = linear & ~0xFFFu;
-    bool write = access == MMU_WRITE;
-    if (paging_walk(v, linear, write, v->cpl == 3, true, &w))
+    if (paging_walk(v, linear, access, v->cpl == 3, true, &w))
         return false;
-    uint32_t phys = w.phys & ~0xFFFu;
+    uint64_t phys = w.phys & ~0xFFFull;
     bool mappable = page < R3_RUNTIME_BASE && page >= v->gm->low_base &&
                     guestmem_ok(v->gm, phys, 0x1000);
     if (!mappable && quiet)
@@ -200,8 +215,8 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
     if (!mappable) {
         fflush(stdout);
         console_restore();
-        fprintf(stderr, "ring3: guest access to linear %08x (physical %08x) cannot be mapped: %s\n",
-                linear, w.phys,
+        fprintf(stderr, "ring3: guest access to linear %08x (physical %09llx) cannot be mapped: %s\n",
+                linear, (unsigned long long)w.phys,
                 page >= R3_RUNTIME_BASE ? "it is ring3's runtime area (reserve it with reservetop=)"
                 : page < v->gm->low_base ? "the host keeps the first 64 KiB unmapped"
                 : "no guest memory there (use a larger -m?)");
@@ -242,6 +257,7 @@ static void forget_page(struct tlb *t, uint32_t page)
     set_bit(t->global, page, false);
     set_bit(t->privileged, page, false);
     set_bit(t->writable, page, false);
+    set_bit(t->noexec, page, false);
 }
 
 void mmu_flush_page(struct vcpu *v, uint32_t linear)
@@ -282,20 +298,20 @@ static bool mapping_current(struct vcpu *v, struct tlb *t, uint32_t page)
 {
     struct walk w;
     uint32_t linear = page << 12;
-    bool wr = bit(t->writable, page), user = !bit(t->privileged, page);
+    bool wr = bit(t->writable, page), nx = bit(t->noexec, page), user = !bit(t->privileged, page);
 
-    if (paging_walk(v, linear, false, user, false, &w) || !(w.pde & PG_A) || !(w.pte & PG_A))
+    if (paging_walk(v, linear, MMU_READ, user, false, &w) || !(w.pde & PG_A) || !(w.pte & PG_A))
         return false;
     bool rw = (w.pde & PG_RW) && (w.pte & PG_RW) && (w.pte & PG_D);
-    if (w.phys >> 12 != t->frame[page] || wr != rw) {
+    if (w.phys >> 12 != t->frame[page] || wr != rw || nx != w.nx) {
         if (!user && !rw && !(v->cr0 & CR0_WP))
             return false;       /* a CR0.WP = 0 override: let a fault decide */
-        uint32_t phys = w.phys & ~0xFFFu;
-        if (!guestmem_ok(v->gm, phys, 0x1000) ||
-            tlb_install(v, t, phys, linear, PROT_READ | PROT_EXEC | (rw ? PROT_WRITE : 0)))
+        uint64_t phys = w.phys & ~0xFFFull;
+        if (!guestmem_ok(v->gm, phys, 0x1000) || tlb_install(v, t, phys, linear, page_prot(rw, w.nx)))
             return false;
-        t->frame[page] = phys >> 12;
+        t->frame[page] = (uint32_t)(phys >> 12);
         set_bit(t->writable, page, rw);
+        set_bit(t->noexec, page, w.nx);
     }
     set_bit(t->global, page, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
     return true;
@@ -347,6 +363,7 @@ static void drop_in_word(struct vcpu *v, struct tlb *t, unsigned w, enum drop wh
     t->global[w] &= ~drop;
     t->privileged[w] &= ~drop;
     t->writable[w] &= ~drop;
+    t->noexec[w] &= ~drop;
 }
 
 /* Unmaps every mapped page of (t) that (what) selects. A run may span pages

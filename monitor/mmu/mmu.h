@@ -1,4 +1,4 @@
-/* The guest MMU: 2-level IA-32 paging with 4 MiB pages, host mappings as the TLB. */
+/* The guest MMU: 32-bit and PAE paging (monitor/mmu/paging.c), host mappings as the TLB. */
 #ifndef RING3_MMU_H
 #define RING3_MMU_H
 

@@ -1,5 +1,6 @@
-/* Guest linear memory as the CPU reaches it: the page walk, and the monitor's reads and writes
- * with the rights of the current CPL, raising #PF with CR2 as the CPU does (SDM vol. 3, 4.7). */
+/* Guest linear memory as the CPU reaches it: the page walk (32-bit and PAE paging), and the
+ * monitor's reads and writes with the rights of the current CPL, raising #PF with CR2 as the CPU
+ * does (SDM vol. 3, 4.7). */
 #include <string.h>
 
 #include "paging.h"
@@ -9,64 +10,122 @@
 
 #include "mmu.h"
 
-static uint32_t phys_read32(struct vcpu *v, uint32_t pa, bool *ok)
+/* A paging-structure entry of (wide ? 8 : 4) bytes at (pa); *ok false when no memory backs it. */
+static uint64_t read_entry(struct vcpu *v, uint64_t pa, bool wide, bool *ok)
 {
-    uint32_t *p = guestmem_ptr(v->gm, pa, 4);
+    void *p = guestmem_ptr(v->gm, pa, wide ? 8 : 4);
+    uint64_t e = 0;
     *ok = p != NULL;
-    return p ? *p : 0;
+    if (p)
+        memcpy(&e, p, wide ? 8 : 4);
+    return e;
 }
 
-static void phys_write32(struct vcpu *v, uint32_t pa, uint32_t value)
+/* Sets flag bits of the entry at (pa). A and D lie in the low 32 bits in both
+ * formats, so only those are written, as a processor's locked update of them. */
+static void set_entry_flags(struct vcpu *v, uint64_t pa, uint64_t *entry, uint32_t flags)
 {
     uint32_t *p = guestmem_ptr(v->gm, pa, 4);
+    *entry |= flags;
     if (p)
-        *p = value;
+        *p |= flags;
 }
 
-int paging_walk(struct vcpu *v, uint32_t linear, bool write, bool user, bool commit, struct walk *w)
+#define PAE_ADDR 0x000FFFFFFFFFF000ull     /* bits 51:12 of a PAE entry: the next table or page */
+
+bool paging_load_pdptes(struct vcpu *v)
 {
+    if (!paging_pae(v))
+        return true;
+    uint64_t e[4];
+    /* PDPTE bits 2:1 and 8:5 are reserved, and MAXPHYADDR to 63 (SDM vol. 3, 4.4.1). */
+    uint64_t reserved = (v->pae_reserved | PG_XD) | 0x1E6u;
+    for (unsigned i = 0; i < 4; i++) {
+        bool ok;
+        e[i] = read_entry(v, paging_root(v) + i * 8, true, &ok);
+        if (!ok || ((e[i] & PG_P) && (e[i] & reserved)))
+            return false;
+    }
+    memcpy(v->pdpte, e, sizeof e);
+    return true;
+}
+
+/* The page-directory entry for (linear), and where it lies; false when the
+ * level above it (a PAE PDPTE) is not present. */
+static bool find_pde(struct vcpu *v, uint32_t linear, bool pae, struct walk *w)
+{
+    bool ok;
+    if (pae) {
+        uint64_t pdpte = v->pdpte[linear >> 30];
+        if (!(pdpte & PG_P))
+            return false;
+        w->pde_at = (pdpte & PAE_ADDR) + ((linear >> 21) & 0x1FF) * 8;
+    } else {
+        w->pde_at = paging_root(v) + (linear >> 22) * 4;
+    }
+    w->pde = read_entry(v, w->pde_at, pae, &ok);
+    return ok;
+}
+
+int paging_walk(struct vcpu *v, uint32_t linear, enum mmu_access access, bool user, bool commit,
+                struct walk *w)
+{
+    w->nx = false;
     if (!(v->cr0 & CR0_PG)) {
         w->phys = linear;
         w->large = false;
         w->pde = w->pte = PG_P | PG_RW | PG_US | PG_A | PG_D;
         return 0;
     }
-    int err = (write ? PF_W : 0) | (user ? PF_U : 0);
-    bool ok;
-    w->pde_at = (v->cr3 & ~0xFFFu) + (linear >> 22) * 4;
-    w->pde = phys_read32(v, w->pde_at, &ok);
-    if (!ok || !(w->pde & PG_P))
+    bool pae = v->cr4 & CR4_PAE, write = access == MMU_WRITE, ok;
+    bool nxe = pae && (v->efer & EFER_NXE);
+    /* I/D reports a fetch only where execute-disable exists (SDM vol. 3, 4.7). */
+    int err = (write ? PF_W : 0) | (user ? PF_U : 0) | (nxe && access == MMU_FETCH ? PF_I : 0);
+    /* Bits a present PAE entry must have clear: MAXPHYADDR to 62, and XD without NXE (4.4.2). */
+    uint64_t reserved = pae ? v->pae_reserved | (nxe ? 0 : PG_XD) : 0;
+    if (!find_pde(v, linear, pae, w) || !(w->pde & PG_P))
         return err | 0x10000;   /* not present; the high bit only marks "fault" */
-    w->large = (w->pde & PG_PS) && (v->cr4 & CR4_PSE);
+    w->large = (w->pde & PG_PS) && (pae || (v->cr4 & CR4_PSE));
     if (w->large) {
+        /* A 2 MiB page's bits 20:13 are reserved (SDM vol. 3, Table 4-18). */
+        if (w->pde & (reserved | (pae ? 0x1FE000u : 0)))
+            return err | PF_P | PF_RSVD;
         w->pte_at = w->pde_at;
         w->pte = w->pde;
-        w->phys = (w->pde & 0xFFC00000u) | (linear & 0x3FFFFF);
+        w->phys = pae ? (w->pde & PAE_ADDR & ~0x1FFFFFull) | (linear & 0x1FFFFF)
+                      : (w->pde & 0xFFC00000u) | (linear & 0x3FFFFF);
     } else {
-        w->pte_at = (w->pde & ~0xFFFu) + ((linear >> 12) & 0x3FF) * 4;
-        w->pte = phys_read32(v, w->pte_at, &ok);
+        if (w->pde & reserved)
+            return err | PF_P | PF_RSVD;
+        w->pte_at = pae ? (w->pde & PAE_ADDR) + ((linear >> 12) & 0x1FF) * 8
+                        : (w->pde & ~0xFFFull) + ((linear >> 12) & 0x3FF) * 4;
+        w->pte = read_entry(v, w->pte_at, pae, &ok);
         if (!ok || !(w->pte & PG_P))
             return err | 0x10000;
-        w->phys = (w->pte & ~0xFFFu) | (linear & 0xFFF);
+        if (w->pte & reserved)
+            return err | PF_P | PF_RSVD;
+        w->phys = (w->pte & (pae ? PAE_ADDR : 0xFFFFF000u)) | (linear & 0xFFF);
     }
-    /* Combined rights: both levels must allow (SDM vol. 3, 4.6.1). */
+    /* Combined rights: both levels must allow (SDM vol. 3, 4.6.1); a fetch
+     * needs XD clear at both (4.6.2). */
     bool us = (w->pde & PG_US) && (w->pte & PG_US);
     bool rw = (w->pde & PG_RW) && (w->pte & PG_RW);
+    w->nx = nxe && ((w->pde | w->pte) & PG_XD);
     if (user && !us)
         return err | PF_P;
     if (write && !rw && (user || (v->cr0 & CR0_WP)))
         return err | PF_P;
+    if (access == MMU_FETCH && w->nx)
+        return err | PF_P;
     if (commit) {
-        if (!(w->pde & PG_A))
-            phys_write32(v, w->pde_at, w->pde |= PG_A);
-        if (!w->large && !(w->pte & PG_A))
-            phys_write32(v, w->pte_at, w->pte |= PG_A);
-        if (write && !(w->pte & PG_D)) {
-            w->pte |= PG_D;
-            phys_write32(v, w->pte_at, w->pte);
-            if (w->large)
-                w->pde = w->pte;
-        }
+        /* A large page's one entry takes both flags (SDM vol. 3, 4.8). */
+        uint32_t last = PG_A | (write ? PG_D : 0);
+        if ((w->pde & (w->large ? last : PG_A)) != (w->large ? last : PG_A))
+            set_entry_flags(v, w->pde_at, &w->pde, w->large ? last : PG_A);
+        if (w->large)
+            w->pte = w->pde;
+        else if ((w->pte & last) != last)
+            set_entry_flags(v, w->pte_at, &w->pte, last);
     }
     return 0;
 }
@@ -83,7 +142,7 @@ static void access_page(struct vcpu *v, uint32_t linear, void *buf, uint32_t len
 {
     struct walk w;
     bool user = v->cpl == 3 && !supervisor;
-    int err = paging_walk(v, linear, write, user, true, &w);
+    int err = paging_walk(v, linear, write ? MMU_WRITE : MMU_READ, user, true, &w);
     if (err)
         page_fault(v, linear, err);
     uint8_t *p = guestmem_ptr(v->gm, w.phys, len);
@@ -124,7 +183,7 @@ void mmu_write(struct vcpu *v, uint32_t linear, const void *buf, uint32_t len, b
     for (uint32_t off = 0; off < len;) {
         struct walk w;
         uint32_t a = linear + off;
-        int err = paging_walk(v, a, true, v->cpl == 3 && !supervisor, false, &w);
+        int err = paging_walk(v, a, MMU_WRITE, v->cpl == 3 && !supervisor, false, &w);
         if (err)
             page_fault(v, a, err);
         off += 0x1000 - (a & 0xFFF);
@@ -159,12 +218,12 @@ void mmu_write16(struct vcpu *v, uint32_t linear, uint16_t value)
 int mmu_fault_error(struct vcpu *v, uint32_t linear, enum mmu_access access, bool supervisor)
 {
     struct walk w;
-    int err = paging_walk(v, linear, access == MMU_WRITE, v->cpl == 3 && !supervisor, false, &w);
+    int err = paging_walk(v, linear, access, v->cpl == 3 && !supervisor, false, &w);
     return err & 0xFFFF;
 }
 
 bool mmu_readable(struct vcpu *v, uint32_t linear)
 {
     struct walk w;
-    return paging_walk(v, linear, false, v->cpl == 3, false, &w) == 0;
+    return paging_walk(v, linear, MMU_READ, v->cpl == 3, false, &w) == 0;
 }
