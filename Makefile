@@ -34,7 +34,7 @@ TEST_DEPS :=
 include $(sort $(wildcard mk/*.mk))
 
 test: all $(TEST_DEPS)
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q --durations=25 tests
 
 clean:
 	rm -rf $(B)/bin $(B)/obj $(B)/tests $(B)/testguests

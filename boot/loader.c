@@ -371,9 +371,10 @@ static int check_initrd_head(const char *name, int fd, uint64_t size)
 /* Guest memory cannot hold [image, total): say how much would. */
 static int too_big(const struct kernel *k, const char *initrd, uint64_t usable, uint64_t total)
 {
-    /* The top GM_TOP_RESERVED bytes are never the kernel's, so count them. */
+    /* The top GM_TOP_RESERVED bytes are never the kernel's, so count them. The
+     * image and the initrd go in the RAM below 4 GiB, whatever -m gives above. */
     uint64_t need = mib_up(total + GM_TOP_RESERVED);
-    const uint64_t max = GM_MAX_SIZE >> 20;
+    const uint64_t max = GM_LOW_RAM_MAX >> 20;
     const struct segment *s = NULL;
 
     if (need < GM_MIN_SIZE >> 20)
@@ -383,14 +384,14 @@ static int too_big(const struct kernel *k, const char *initrd, uint64_t usable, 
             s = &k->seg[i];
     if (s && need > max)
         return bad_input("'%s': segment at 0x%" PRIx64 " needs %" PRIu64 " MiB of guest memory, "
-                         "more than ring3's %" PRIu64 "; link the kernel lower",
+                         "more than the %" PRIu64 " below 4 GiB; link the kernel lower",
                          k->name, s->paddr, need, max);
     if (s)
         return bad_input("'%s': segment at 0x%" PRIx64 " needs %" PRIu64 " MiB of guest memory; "
                          "use -m %" PRIu64 "M or more", k->name, s->paddr, need, need);
     if (initrd && need > max)
         return bad_input("initrd '%s' is too large: with the kernel it needs %" PRIu64 " MiB of guest "
-                         "memory, more than ring3's %" PRIu64, initrd, need, max);
+                         "memory, more than the %" PRIu64 " below 4 GiB", initrd, need, max);
     if (initrd)
         return bad_input("'%s' with initrd '%s' needs %" PRIu64 " MiB of guest memory; use -m %"
                          PRIu64 "M or more", k->name, initrd, need, need);

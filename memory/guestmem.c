@@ -109,20 +109,21 @@ int guestmem_init(struct guestmem *gm, uint64_t size)
     memset(gm, 0, sizeof(*gm));
     gm->fd = -1;
     if (size < GM_MIN_SIZE || size > GM_MAX_SIZE || size % GM_PAGE_SIZE) {
-        fprintf(stderr, "ring3: guest memory of %" PRIu64 " bytes is outside 16M to 2G\n", size);
+        fprintf(stderr, "ring3: guest memory of %" PRIu64 " bytes is outside 16M to 16G\n", size);
         return 1;
     }
     if (check_monitor_is_high() || reserve_low(gm))
         return 1;
-
+    uint64_t low = size < GM_LOW_RAM_MAX ? size : GM_LOW_RAM_MAX, high = size - low;
+    uint64_t span = high ? GM_4GIB + high : low;    /* the hole below 4 GiB stays sparse */
     gm->fd = memfd_create("ring3-guest-ram", MFD_CLOEXEC);
-    if (gm->fd < 0 || ftruncate(gm->fd, (off_t)size) < 0) {
+    if (gm->fd < 0 || ftruncate(gm->fd, (off_t)span) < 0) {
         fprintf(stderr, "ring3: cannot create %" PRIu64 " MiB of guest memory: %s\n",
                 size >> 20, strerror(errno));
         return 1;
     }
     /* The reservation holds the low 4 GiB, so the kernel places this above. */
-    gm->phys = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, gm->fd, 0);
+    gm->phys = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, gm->fd, 0);
     if (gm->phys == MAP_FAILED) {
         gm->phys = NULL;
         fprintf(stderr, "ring3: cannot map %" PRIu64 " MiB of guest memory: %s\n",
@@ -134,7 +135,8 @@ int guestmem_init(struct guestmem *gm, uint64_t size)
                 (void *)gm->phys);
         return 1;
     }
-    gm->size = size;
+    gm->size = low;
+    gm->high_size = high;
     return 0;
 }
 
@@ -182,8 +184,9 @@ int guestmem_regions(const struct guestmem *gm, struct gm_region out[GM_MAX_REGI
         { GM_HIGH_START, top - GM_HIGH_START, GM_RAM },
         { top, GM_TOP_RESERVED, GM_RESERVED },
         { GM_ROM_START, GM_4GIB - GM_ROM_START, GM_RESERVED },
+        { GM_4GIB, gm->high_size, GM_RAM },
     };
 
     memcpy(out, map, sizeof(map));
-    return GM_MAX_REGIONS;
+    return gm->high_size ? GM_MAX_REGIONS : GM_MAX_REGIONS - 1;
 }

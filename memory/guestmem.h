@@ -11,14 +11,19 @@
 
 /* Limits of -m. 16 MiB: Linux i386 links itself at 16 MiB physical
  * (CONFIG_PHYSICAL_START) and the PC's first 16 MiB are the ISA DMA zone, so
- * less cannot hold a kernel with its page tables and initrd. 2 GiB: with
- * paging off (every Multiboot guest at entry) a guest reaches physical memory
- * at the same linear address, so all of it must fit in the low 4 GiB below
- * the BIOS area and runtime page at the top (0xFFFC0000) and below the PCI
- * hole a PC opens at 3 GiB; 2 GiB stays clear of both and is already more
- * than an i386 kernel without HIGHMEM can use (~896 MiB of lowmem). */
+ * less cannot hold a kernel with its page tables and initrd. 16 GiB: what a
+ * PAE kernel (HIGHMEM64G) runs well with, its struct pages (about 144 MiB of
+ * them) still fitting in its ~870 MiB of low memory; a kernel without PAE
+ * uses the RAM below 4 GiB and says so at boot. */
 #define GM_MIN_SIZE (16ull << 20)
-#define GM_MAX_SIZE (2048ull << 20)
+#define GM_MAX_SIZE (16ull << 30)
+
+/* RAM below 4 GiB ends at 3 GiB at most, as on QEMU's pc machine with that
+ * much: with paging off (every Multiboot guest at entry) a guest reaches
+ * physical memory at the same linear address, so all of it must stay clear
+ * of the hole a PC opens below 4 GiB and of ring3's runtime page at the top
+ * (0xFFFC0000). The rest of -m lies at 4 GiB, which only PAE paging reaches. */
+#define GM_LOW_RAM_MAX 0xC0000000ull
 
 /* The PC physical layout the guest is told about (Multiboot memory map, later
  * the e820 table). It copies what QEMU reports for `-m N` so that a test guest
@@ -30,7 +35,8 @@
  *   [0x100000, size-128K)   RAM
  *   [size-128K, size)       reserved (SeaBIOS keeps tables here under QEMU;
  *                           ring3 keeps it for the monitor's own use)
- *   [0xFFFC0000, 4 GiB)     reserved (BIOS ROM; ring3's runtime page) */
+ *   [0xFFFC0000, 4 GiB)     reserved (BIOS ROM; ring3's runtime page)
+ *   [4 GiB, 4 GiB+high)     RAM beyond GM_LOW_RAM_MAX, when -m has any */
 #define GM_LOW_FLOOR     0x10000u   /* below: the usual vm.mmap_min_addr; no guest image goes here */
 #define GM_EBDA_START    0x9FC00u
 #define GM_BIOS_START    0xF0000u
@@ -45,16 +51,17 @@ struct gm_region {
     enum gm_region_type type;
 };
 
-#define GM_MAX_REGIONS 6
+#define GM_MAX_REGIONS 7
 
 struct guestmem {
-    int fd;              /* memfd holding guest physical memory */
+    int fd;              /* memfd holding guest physical memory, at its physical addresses */
     uint8_t *phys;       /* the physical window: all of it mapped once, above 4 GiB */
-    uint64_t size;       /* bytes, a multiple of GM_PAGE_SIZE */
+    uint64_t size;       /* bytes of RAM below 4 GiB, a multiple of GM_PAGE_SIZE */
+    uint64_t high_size;  /* bytes of RAM at 4 GiB (0: none) */
     uint64_t low_base;   /* lowest guest linear address the host lets us map */
 };
 
-/* Set up (gm) with (size) bytes of zeroed guest physical memory, first
+/* Set up (gm) with (size) bytes of zeroed guest RAM (the layout above), first
  * reserving the host's [vm.mmap_min_addr, 4 GiB) with a PROT_NONE mapping so
  * that no host library, heap or thread stack ever lands in the guest's
  * address space, and checking that the monitor's code, heap and stack all sit
@@ -66,7 +73,10 @@ int guestmem_init(struct guestmem *gm, uint64_t size);
  * physical address the monitor touches passes through here or guestmem_ptr. */
 static inline bool guestmem_ok(const struct guestmem *gm, uint64_t gpa, uint64_t sz)
 {
-    return gpa <= gm->size && sz <= gm->size - gpa;
+    if (gpa <= gm->size)
+        return sz <= gm->size - gpa;
+    uint64_t high = gpa - GM_4GIB;
+    return gpa >= GM_4GIB && high <= gm->high_size && sz <= gm->high_size - high;
 }
 
 /* Host pointer to the (sz) bytes of guest physical memory at (gpa), or NULL

@@ -7,6 +7,8 @@
 #   make guest-kernel-insert build/guest/bzImage-insert: same config, ring3-as in insert mode
 #                            (the paper's PE-Insert: sensitive instructions trap, and the
 #                            monitor decodes each), audited with `ring3 audit --insert`
+#   make guest-kernel-nopae  build/guest/bzImage-nopae: rewritten like the first, with 32-bit
+#                            (2-level) paging and HIGHMEM4G instead of PAE (guest/linux/nopae.config)
 #
 # The source is unpacked once into build/linux-6.12; each variant builds out of tree in its
 # own directory. Unpacking and configuring are stamped; Kbuild runs every time and is
@@ -24,13 +26,17 @@ GUEST_PATCHES := $(sort $(wildcard guest/linux/patches/*.patch))
 GUEST_CC_rewritten := gcc -B$(abspath $(B)/asbin)/
 GUEST_CC_plain := gcc
 GUEST_CC_insert := gcc -B$(abspath $(B)/asbin)/ -Wa,--ring3-mode=insert
+GUEST_CC_nopae := $(GUEST_CC_rewritten)
+# The fragments of each variant, merged in order over tinyconfig; check-config.sh checks the last.
+GUEST_FRAGS_nopae := $(GUEST_FRAG) guest/linux/nopae.config
+guest_frags = $(or $(GUEST_FRAGS_$(1)),$(GUEST_FRAG))
 
 # Kbuild for variant $(1), in obj dir $(GUEST_DIR)/$(1). -j only when the parent make has no
 # jobserver to share.
 guest_kmake = $(MAKE) -C $(GUEST_SRC) O=$(abspath $(GUEST_DIR)/$(1)) ARCH=i386 \
     CC="$(GUEST_CC_$(1))" $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 
-.PHONY: guest-kernel guest-kernel-plain guest-kernel-insert guest-force
+.PHONY: guest-kernel guest-kernel-plain guest-kernel-insert guest-kernel-nopae guest-force
 guest-force:
 # Kbuild runs on every make, since only it knows what changed inside the tree; `make run`
 # clears this when a kernel is already built, so that a second run starts in seconds (the
@@ -51,12 +57,12 @@ $(GUEST_SRC)/.ring3-unpacked: $(GUEST_TARBALL) $(GUEST_PATCHES)
 # every line of the fragment (it silently drops a setting whose dependencies are unmet). The
 # stamp is touched only when all of that succeeded.
 define guest_variant
-$(GUEST_DIR)/$(1)/.ring3-config: $(GUEST_SRC)/.ring3-unpacked $(GUEST_FRAG) guest/linux/check-config.sh $(2)
+$(GUEST_DIR)/$(1)/.ring3-config: $(GUEST_SRC)/.ring3-unpacked $(call guest_frags,$(1)) guest/linux/check-config.sh $(2)
 	@mkdir -p $$(@D)
 	+$$(call guest_kmake,$(1)) tinyconfig >/dev/null
-	$(GUEST_SRC)/scripts/kconfig/merge_config.sh -m -O $$(@D) $$(@D)/.config $(GUEST_FRAG) >/dev/null
+	$(GUEST_SRC)/scripts/kconfig/merge_config.sh -m -O $$(@D) $$(@D)/.config $(call guest_frags,$(1)) >/dev/null
 	+$$(call guest_kmake,$(1)) olddefconfig >/dev/null
-	guest/linux/check-config.sh $(GUEST_FRAG) $$(@D)/.config
+	guest/linux/check-config.sh $(lastword $(call guest_frags,$(1))) $$(@D)/.config
 	touch $$@
 
 # vmlinux and bzImage (what `qemu -kernel` takes; its decompressor goes through the same CC).
@@ -78,6 +84,7 @@ endef
 
 $(eval $(call guest_ring3as_variant,rewritten))
 $(eval $(call guest_ring3as_variant,insert))
+$(eval $(call guest_ring3as_variant,nopae))
 $(eval $(call guest_variant,plain,))
 
 $(GUEST_DIR)/vmlinux: $(GUEST_DIR)/rewritten/vmlinux
@@ -91,6 +98,8 @@ $(GUEST_DIR)/bzImage-plain: $(GUEST_DIR)/plain/arch/x86/boot/bzImage
 $(GUEST_DIR)/vmlinux-insert: $(GUEST_DIR)/insert/vmlinux
 	ln -f $< $@
 $(GUEST_DIR)/bzImage-insert: $(GUEST_DIR)/insert/arch/x86/boot/bzImage
+	ln -f $< $@
+$(GUEST_DIR)/bzImage-nopae: $(GUEST_DIR)/nopae/arch/x86/boot/bzImage
 	ln -f $< $@
 
 # The audit lists every sensitive instruction left unrewritten; the build fails unless none is.
@@ -109,6 +118,7 @@ $(1): $(2) $(BIN)/ring3 $(GUEST_ALLOW)
 endef
 $(eval $(call guest_audit,$(GUEST_DIR)/audit.txt,$(GUEST_DIR)/vmlinux,rewritten,))
 $(eval $(call guest_audit,$(GUEST_DIR)/audit-insert.txt,$(GUEST_DIR)/vmlinux-insert,insert,--insert))
+$(eval $(call guest_audit,$(GUEST_DIR)/audit-nopae.txt,$(GUEST_DIR)/nopae/vmlinux,nopae,))
 
 guest-kernel: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit.txt $(GUEST_DIR)/bzImage
 	@grep -w 'unrewritten sensitive instructions' $(GUEST_DIR)/audit.txt
@@ -117,6 +127,9 @@ guest-kernel-plain: $(GUEST_DIR)/vmlinux-plain $(GUEST_DIR)/bzImage-plain
 
 guest-kernel-insert: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit-insert.txt $(GUEST_DIR)/bzImage-insert
 	@grep -w 'unrewritten sensitive instructions' $(GUEST_DIR)/audit-insert.txt
+
+guest-kernel-nopae: $(BIN)/ring3-as $(BIN)/ring3 $(GUEST_DIR)/audit-nopae.txt $(GUEST_DIR)/bzImage-nopae
+	@grep -w 'unrewritten sensitive instructions' $(GUEST_DIR)/audit-nopae.txt
 
 # tests/test_guest_kernel.py and tests/test_linux.py need the rewritten kernel; the
 # differential tests in tests/test_linux.py need the plain one (QEMU) and the insert one.

@@ -28,7 +28,6 @@ LEFT_OUT = {
 
 # Programs that fail under QEMU TCG with the plain kernel as well, with QEMU's reason.
 QEMU_FAILS = {
-    "nx_stack_32": "the guest kernel has no PAE, so no NX bit: the stack is executable",
     "test_syscall_vdso_32": "needs a 64-bit kernel (it far-calls into 64-bit code)",
 }
 

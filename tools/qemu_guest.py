@@ -59,7 +59,9 @@ def run(command, accel="tcg", timeout=300, disk=None, memory="256M", initramfs=I
         if nic is None:
             nic = ["-nic", ",".join(["user,model=virtio-net-pci", *net])]
         root = " root=/dev/vda" if disk else ""
-        p = subprocess.Popen(["qemu-system-i386", "-accel", accel, "-m", memory, "-nographic",
+        # QEMU's default CPU model for i386 (qemu32) has PAE but no NX; ring3 offers both.
+        p = subprocess.Popen(["qemu-system-i386", "-accel", accel, "-cpu", "qemu32,+nx",
+                              "-m", memory, "-nographic",
                               "-no-reboot", "-monitor", "none", "-kernel", str(KERNEL),
                               "-initrd", str(initrd), *drive, *nic,
                               "-append", "console=ttyS0 quiet" + root],
