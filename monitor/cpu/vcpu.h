@@ -62,11 +62,11 @@ enum isolation {
 #define CR4_PGE 0x00000080u
 #define CR4_OSXSAVE 0x00040000u
 
-/* DR6 (SDM vol. 3, 17.2.3): BS, the single-step condition; the bits that
- * always read as 1; DR7 bit 10 reads as 1 too. */
 /* IA32_EFER (SDM vol. 4, 2.1): only NXE, which PAE paging's execute-disable bit needs. */
 #define EFER_NXE     0x00000800u
 
+/* DR6 (SDM vol. 3, 17.2.3): BS, the single-step condition; the bits that
+ * always read as 1; DR7 bit 10 reads as 1 too. */
 #define DR6_BS       0x00004000u
 #define DR6_FIXED1   0xFFFF0FF0u
 #define DR7_FIXED1   0x00000400u
