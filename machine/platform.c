@@ -55,7 +55,7 @@ static int attach_nics(struct platform *p, const struct platform_config *cfg, ui
         *elcr |= (uint16_t)(1u << nic_irq[i]);
         char why[200];
         struct net_client client = virtio_net_client(p->nic[i]);
-        p->backend[i] = net_backend_new(spec, &client, why, sizeof why);
+        p->backend[i] = net_backend_new(spec, &client, cfg->gm, why, sizeof why);
         if (p->backend[i] == NULL) {
             snprintf(err, errlen, "--net %s (%s): %s", net_kind_name(spec->kind), name, why);
             return -1;

@@ -36,7 +36,7 @@ struct platform_config {
     debugexit_fn *exit_notify;      /* may be NULL (see debugexit_init) */
     void *exit_opaque;
     bool no_debugexit;              /* leave ports 0xF4-0xF7 unmapped */
-    const struct guestmem *gm;      /* what the disks' DMA reaches (with ndisks > 0) */
+    const struct guestmem *gm;      /* what the disks and NICs reach by DMA, and an IKC group maps */
     struct disk_image *disks[PLATFORM_MAX_DISKS];  /* vda, vdb, ...: the platform owns them */
     unsigned ndisks;
     struct net_spec nics[PLATFORM_MAX_NICS];       /* eth0, eth1, ... */

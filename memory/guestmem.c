@@ -2,6 +2,7 @@
 #include "guestmem.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,8 +117,11 @@ int guestmem_init(struct guestmem *gm, uint64_t size)
         return 1;
     uint64_t low = size < GM_LOW_RAM_MAX ? size : GM_LOW_RAM_MAX, high = size - low;
     uint64_t span = high ? GM_4GIB + high : low;    /* the hole below 4 GiB stays sparse */
-    gm->fd = memfd_create("ring3-guest-ram", MFD_CLOEXEC);
-    if (gm->fd < 0 || ftruncate(gm->fd, (off_t)span) < 0) {
+    /* Sealed at its size: another ring3 of an IKC group that maps it (ikc/peers.c) can then
+     * never find it shorter than it was told, and fault under a copy. */
+    gm->fd = memfd_create("ring3-guest-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (gm->fd < 0 || ftruncate(gm->fd, (off_t)span) < 0 ||
+        fcntl(gm->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
         fprintf(stderr, "ring3: cannot create %" PRIu64 " MiB of guest memory: %s\n",
                 size >> 20, strerror(errno));
         return 1;

@@ -42,8 +42,14 @@ endef
 $(eval $(call BENCH_VARIANT,plain,$(CC)))
 $(eval $(call BENCH_VARIANT,ring3,$(CC) -B $(B)/asbin/))
 
+# The IKC channel alone, between two processes (bench/ikc_channel.c, with ikc/ as the monitor has it).
+IKC_OBJS := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard ikc/*.c)) lib/fail.c)
+$(B)/bench/ikc-channel: bench/ikc_channel.c $(IKC_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< $(IKC_OBJS)
+
 .PHONY: bench
-bench: all guest-kernel guest-kernel-plain guest-kernel-insert initramfs bench-programs $(B)/bench/plain/events.elf $(B)/bench/ring3/events.elf $(B)/rootfs.img
+bench: $(B)/bench/ikc-channel all guest-kernel guest-kernel-plain guest-kernel-insert initramfs bench-programs $(B)/bench/plain/events.elf $(B)/bench/ring3/events.elf $(B)/rootfs.img
 	$(PYTHON) bench/table.py
 	$(PYTHON) bench/table2.py
 	$(PYTHON) bench/run.py
@@ -52,5 +58,5 @@ bench: all guest-kernel guest-kernel-plain guest-kernel-insert initramfs bench-p
 bench-quick: all guest-kernel initramfs bench-programs
 	$(PYTHON) bench/table.py --quick
 
-# tests/test_bench.py runs bench-quick's check.
-TEST_DEPS += bench-programs
+# tests/test_bench.py runs bench-quick's check, and the channel's benchmark briefly.
+TEST_DEPS += bench-programs $(B)/bench/ikc-channel

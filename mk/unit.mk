@@ -6,7 +6,7 @@
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRCS))
-HW_OBJS   := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard hw/*.c virtio/*.c block/*.c net/*.c machine/*.c lib/fail.c lib/optlist.c)))
+HW_OBJS   := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard hw/*.c virtio/*.c block/*.c net/*.c ikc/*.c machine/*.c lib/fail.c lib/optlist.c)))
 
 $(B)/tests/unit/%: tests/unit/%.c $(HW_OBJS)
 	@mkdir -p $(@D)

@@ -1,10 +1,11 @@
 /* The network backends behind one interface (backend.h): each kind's operations. */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend.h"
 
 struct net_backend *net_backend_new(const struct net_spec *spec, const struct net_client *nic,
-                                    char *err, size_t errlen)
+                                    const struct guestmem *gm, char *err, size_t errlen)
 {
     switch (spec->kind) {
     case NET_USER:
@@ -13,6 +14,8 @@ struct net_backend *net_backend_new(const struct net_spec *spec, const struct ne
         return net_stream_new(&spec->stream, nic, err, errlen);
     case NET_TAP:
         return net_tap_new(&spec->tap, nic, err, errlen);
+    case NET_IKC:
+        return net_ikc_new(&spec->ikc, spec->mac, nic, gm, err, errlen);
     }
     snprintf(err, errlen, "no such backend");
     return NULL;
@@ -21,7 +24,7 @@ struct net_backend *net_backend_new(const struct net_spec *spec, const struct ne
 const char *net_kind_name(enum net_kind kind)
 {
     static const char *const names[] = { [NET_USER] = "user", [NET_STREAM] = "stream",
-                                          [NET_TAP] = "tap" };
+                                          [NET_TAP] = "tap", [NET_IKC] = "ikc" };
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
@@ -41,6 +44,14 @@ int net_backend_send(struct net_backend *b, const struct net_hdr *h, uint8_t *fr
         return 0;
     }
     return net_offload_apply(h, frame, len, send_whole, b, why) < 0 ? -1 : 0;
+}
+
+int net_backend_send_chain(struct net_backend *b, const struct net_hdr *h,
+                           const struct iovec *iov, unsigned niov, size_t len, uint32_t id)
+{
+    if (!b->ops->send_chain || !net_hdr_within(h, b->offloads))
+        return -1;
+    return b->ops->send_chain(b, h, iov, niov, len, id) ? 1 : 0;
 }
 
 void net_backend_flush(struct net_backend *b)
@@ -76,4 +87,19 @@ void net_backend_free(struct net_backend *b)
 {
     if (b)
         b->ops->free(b);
+}
+
+void net_iov_read(const struct iovec *iov, unsigned niov, size_t skip, uint8_t *dst, size_t len)
+{
+    for (unsigned i = 0; i < niov && len; i++) {
+        if (skip >= iov[i].iov_len) {
+            skip -= iov[i].iov_len;
+            continue;
+        }
+        size_t k = iov[i].iov_len - skip < len ? iov[i].iov_len - skip : len;
+        memcpy(dst, (const uint8_t *)iov[i].iov_base + skip, k);
+        dst += k;
+        len -= k;
+        skip = 0;
+    }
 }

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
+
+#include "ikc/channel.h"
+#include "memory/guestmem.h"
 
 #include "offload.h"
 
@@ -25,6 +29,12 @@ struct net_client {
     /* The link went up or down: a stream's peer came or went. */
     void (*link)(void *opaque, bool up);
     void *opaque;
+    /* receive() of a frame in pieces, (len) bytes in all: another guest's buffers, copied
+     * straight into this guest's (ikc). */
+    bool (*receive_iov)(void *opaque, const struct net_hdr *h, const struct iovec *iov,
+                        unsigned niov, size_t len);
+    /* A frame that net_backend_send_chain() took is done with: its transmit (id) completes. */
+    void (*sent)(void *opaque, uint32_t id);
 };
 
 /* One hostfwd=tcp::HOSTPORT-:GUESTPORT (or udp), as qemu spells it. */
@@ -58,8 +68,13 @@ struct net_tap_options {
     char ifname[16];                /* IFNAMSIZ */
 };
 
+/* What --net ikc gives: the group whose switch the NIC is on. */
+struct net_ikc_options {
+    char group[IKC_NAME_BYTES];
+};
+
 /* A NIC as the options give it: its address and what it is joined to. */
-enum net_kind { NET_USER, NET_STREAM, NET_TAP };
+enum net_kind { NET_USER, NET_STREAM, NET_TAP, NET_IKC };
 struct net_spec {
     enum net_kind kind;
     uint8_t mac[6];
@@ -67,9 +82,10 @@ struct net_spec {
     struct net_user_options user;
     struct net_stream_options stream;
     struct net_tap_options tap;
+    struct net_ikc_options ikc;
 };
 
-/* "user", "stream", "tap": the kind as --net spells it. */
+/* "user", "stream", "tap", "ikc": the kind as --net spells it. */
 const char *net_kind_name(enum net_kind kind);
 
 /* --net's value for NIC number (index) into (spec), its MAC qemu's
@@ -82,6 +98,11 @@ struct net_backend;
 struct net_backend_ops {
     /* A frame for the peer; (h) asks for nothing beyond the backend's (offloads). */
     void (*send)(struct net_backend *b, const struct net_hdr *h, const uint8_t *frame, size_t len);
+    /* The same frame as pieces of the guest's RAM, left there until (nic.sent)(id): true when
+     * the backend took it so, false when it is done with it already (sent or lost). May be
+     * NULL: send() is used. */
+    bool (*send_chain)(struct net_backend *b, const struct net_hdr *h, const struct iovec *iov,
+                       unsigned niov, size_t len, uint32_t id);
     void (*flush)(struct net_backend *b);           /* may be NULL */
     void (*fill)(struct net_backend *b, struct pollfd *pfd, unsigned *n, unsigned max,
                  uint64_t *deadline_ns);
@@ -99,10 +120,10 @@ struct net_backend {
     unsigned offloads;
 };
 
-/* The backend (spec) asks for, joined to (nic). Returns NULL with (err)
- * filled when it cannot start (a forwarded port taken, no peer listening). */
+/* The backend (spec) asks for, joined to (nic) of the guest with RAM (gm). Returns NULL with
+ * (err) filled when it cannot start (a forwarded port taken, no peer listening). */
 struct net_backend *net_backend_new(const struct net_spec *spec, const struct net_client *nic,
-                                    char *err, size_t errlen);
+                                    const struct guestmem *gm, char *err, size_t errlen);
 
 /* User-mode networking through libslirp, as qemu's -netdev user: the guest
  * is 10.0.2.15 by DHCP, the host 10.0.2.2, DNS 10.0.2.3. */
@@ -125,6 +146,18 @@ struct net_backend *net_tap_new(const struct net_tap_options *o, const struct ne
 int net_backend_send(struct net_backend *b, const struct net_hdr *h, uint8_t *frame, size_t len,
                      const char **why);
 
+/* A frame as pieces (iov) of the guest's RAM, its transmit (id) completed by (nic.sent) later.
+ * Returns 1 when the backend took it so, 0 when it is done with it now (sent or lost), -1 when
+ * the NIC is to gather it and call net_backend_send() (a backend without send_chain, or
+ * offloads it does not take). */
+int net_backend_send_chain(struct net_backend *b, const struct net_hdr *h,
+                            const struct iovec *iov, unsigned niov, size_t len, uint32_t id);
+
+/* A --net ikc,group=NAME NIC: a port of the group's Ethernet switch (net/ikc.c). */
+struct net_backend *net_ikc_new(const struct net_ikc_options *o, const uint8_t mac[6],
+                                const struct net_client *nic, const struct guestmem *gm,
+                                char *err, size_t errlen);
+
 /* The frames sent so far leave now (a stream writes its buffer once for a batch of them). */
 void net_backend_flush(struct net_backend *b);
 
@@ -146,5 +179,8 @@ void net_backend_dispatch(struct net_backend *b);
 void net_backend_resume(struct net_backend *b);
 
 void net_backend_free(struct net_backend *b);
+
+/* Bytes [skip, skip + len) of a frame in pieces (iov, niov) into (dst); as many as there are. */
+void net_iov_read(const struct iovec *iov, unsigned niov, size_t skip, uint8_t *dst, size_t len);
 
 #endif

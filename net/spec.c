@@ -1,9 +1,11 @@
 /* --net as qemu's -nic spells it: user[,hostfwd=PROTO:[ADDR]:PORT-[ADDR]:PORT][,restrict=on][,mac=MAC],
- * stream,path=SOCKET|host=HOST,port=PORT[,server=on][,mac=MAC], or tap,ifname=NAME[,mac=MAC]. */
+ * stream,path=SOCKET|host=HOST,port=PORT[,server=on][,mac=MAC], or tap,ifname=NAME[,mac=MAC];
+ * and ring3's own ikc,group=NAME[,mac=MAC]. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/fail.h"
 #include "lib/optlist.h"
@@ -110,6 +112,14 @@ static int tap_flag(struct net_tap_options *o, const char *key, const char *valu
     return -1;
 }
 
+static int ikc_flag(struct net_ikc_options *o, const char *key, const char *value)
+{
+    if (!strcmp(key, "group"))
+        return !ikc_name_ok(value) ||
+               snprintf(o->group, sizeof o->group, "%s", value) >= (int)sizeof o->group;
+    return -1;
+}
+
 static int parse_mtu(const char *s, uint16_t *mtu)
 {
     unsigned long n;
@@ -125,6 +135,7 @@ static const char *const usage[] = {
     [NET_STREAM] = "path=SOCKET, host=HOST, port=PORT, server=on|off, mtu=68..65520 or "
                    "mac=52:54:00:xx:xx:xx",
     [NET_TAP] = "ifname=NAME (at most 15 characters), mtu=68..65520 or mac=52:54:00:xx:xx:xx",
+    [NET_IKC] = "group=NAME (1 to 32 of A-Z a-z 0-9 _ . -), mtu=68..65520 or mac=52:54:00:xx:xx:xx",
 };
 
 int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec)
@@ -139,25 +150,30 @@ int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec)
         spec->kind = NET_STREAM;
     else if (n == 3 && !strncmp(arg, "tap", n))
         spec->kind = NET_TAP;
+    else if (n == 3 && !strncmp(arg, "ikc", n))
+        spec->kind = NET_IKC;
     else
-        return bad_input("--net '%s': the backend is 'user', 'stream', 'tap' or 'none' (e.g. --net "
+        return bad_input("--net '%s': the backend is 'user', 'stream', 'tap', 'ikc' or 'none' (e.g. --net "
                          "user,hostfwd=tcp::2222-:22 or --net stream,path=/tmp/net.sock,server=on)", arg);
     /* user-mode networking ends in this process, so its frames may be as large as libslirp
      * takes; a stream's or a TAP's peer expects Ethernet's, unless told otherwise */
     spec->mtu = spec->kind == NET_USER ? NET_MAX_MTU : 1500;
     struct opt_flag f;
+    bool mac_given = false;
     for (const char *p = arg + n; opt_next_flag(&p, &f); ) {
         int bad;
         if (f.value == NULL)
             bad = 1;                                        /* every flag has a value */
         else if (!strcmp(f.key, "mac"))
-            bad = parse_mac(f.value, spec->mac);
+            bad = parse_mac(f.value, spec->mac), mac_given = true;
         else if (!strcmp(f.key, "mtu"))
             bad = parse_mtu(f.value, &spec->mtu);
         else if (spec->kind == NET_USER)
             bad = user_flag(&spec->user, f.key, f.value);
         else if (spec->kind == NET_STREAM)
             bad = stream_flag(&spec->stream, f.key, f.value);
+        else if (spec->kind == NET_IKC)
+            bad = ikc_flag(&spec->ikc, f.key, f.value);
         else
             bad = tap_flag(&spec->tap, f.key, f.value);
         if (bad)
@@ -166,6 +182,15 @@ int net_spec_parse(const char *arg, unsigned index, struct net_spec *spec)
     spec->user.mtu = spec->mtu;
     if (spec->kind == NET_TAP && !spec->tap.ifname[0])
         return bad_input("--net '%s': a TAP device needs ifname=NAME (e.g. --net tap,ifname=tap0)", arg);
+    if (spec->kind == NET_IKC && !mac_given) {
+        /* Every member of a group is another ring3 on this host, so qemu's one default MAC
+         * would be everyone's: the process id (22 bits at most) and the NIC's number tell
+         * them apart, in a block of locally administered addresses beside qemu's. */
+        uint32_t id = ((uint32_t)getpid() << 2 | index) & 0xFFFFFF;
+        const uint8_t mac[6] = { 0x52, 0x54, 0x01, (uint8_t)(id >> 16), (uint8_t)(id >> 8),
+                                 (uint8_t)id };
+        memcpy(spec->mac, mac, sizeof mac);
+    }
     struct net_stream_options *o = &spec->stream;
     if (spec->kind == NET_STREAM && !o->path[0] == !o->port)
         return bad_input("--net '%s': a stream needs either path=SOCKET or port=PORT (with host=HOST, "

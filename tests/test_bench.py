@@ -167,3 +167,16 @@ def test_net_bench_quick():
     p = subprocess.run([sys.executable, str(ROOT / "bench" / "table_net.py"), "--quick"],
                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_ikc_channel_bench_quick():
+    """The channel alone, briefly: both round trips and the packet rate come out, positive."""
+    run = table_net.run_channel
+    table_net.QUICK = True
+    try:
+        found = run()
+    finally:
+        table_net.QUICK = "--quick" in sys.argv[1:]
+    assert set(found) == {"rtt_spin", "rtt_sleep", "pps"} and min(found.values()) > 0, found
+    md = "\n".join(table_net.channel_table({"ikc_channel": {"runs": [found]}}))
+    assert "| 2.723 |" in md and "not run" not in md, md

@@ -367,7 +367,7 @@ def test_a_stream_client_needs_its_server(tmp_path):
 
 
 @pytest.mark.parametrize("value, says", [
-    ("bogus", "the backend is 'user', 'stream', 'tap' or 'none'"),
+    ("bogus", "the backend is 'user', 'stream', 'tap', 'ikc' or 'none'"),
     ("tap", "a TAP device needs ifname=NAME"),
     ("tap,ifname=a-name-of-16-chars", "is not ifname=NAME"),
     ("user,mtu=67", "mtu=68..65520"),

@@ -15,7 +15,9 @@
  * (5.1.4.1).
  *
  * A transmitted chain is sent to the backend before the notifying `out` returns; a frame whose
- * header asks what it cannot give is dropped, as a TAP device drops it. A frame for the guest
+ * header asks what it cannot give is dropped, as a TAP device drops it. A backend that copies
+ * straight out of guest RAM (the IKC switch: another monitor copies the frame into its own
+ * guest) takes the chain's buffers as they are, and the chain is returned when it says so. A frame for the guest
  * takes the next receive chains; while the driver has posted too few, up to RX_BACKLOG frames
  * wait for its next notification (TCP through the backend would otherwise retransmit after a
  * loss); beyond that a backend that can (a stream, a TAP) keeps its frames until the driver posts
@@ -61,6 +63,7 @@ struct frame {
 
 struct virtio_net {
     struct virtio_pci *vp;
+    uint16_t tx_epoch;              /* counts resets: a transmit a backend held across one is stale */
     struct net_backend *backend;
     char who[32];
     uint8_t config[NET_CFG_BYTES];
@@ -71,6 +74,7 @@ struct virtio_net {
      * receive chain, which gets num_buffers once the frame is in. */
     struct vq_chain rx_first, rx_chain, tx_chain;
     struct vq_used rx_used[VQ_MAX_SIZE];
+    struct iovec tx_iov[VQ_MAX_SIZE];
     struct frame backlog[RX_BACKLOG];
     unsigned head, count;           /* the backlog's oldest frame, and how many */
     uint8_t tx[MRG_HDR_BYTES + NET_MAX_FRAME];
@@ -110,8 +114,10 @@ static void tell_offloads(struct virtio_net *n)
 
 /* ---- receive ---- */
 
-/* (len) bytes from (src) into chain (c)'s buffers, from byte (off) of the chain on. */
-static void chain_write(const struct vq_chain *c, size_t off, const uint8_t *src, size_t len)
+/* Bytes [skip, skip + len) of the frame in pieces (iov, niov) into chain (c)'s buffers, from
+ * byte (off) of the chain on. */
+static void chain_write_iov(const struct vq_chain *c, size_t off, const struct iovec *iov,
+                            unsigned niov, size_t skip, size_t len)
 {
     for (unsigned i = 0; i < c->n && len; i++) {
         const struct vq_buf *b = &c->buf[i];
@@ -120,23 +126,30 @@ static void chain_write(const struct vq_chain *c, size_t off, const uint8_t *src
             continue;
         }
         size_t k = b->len - off < len ? b->len - off : len;
-        memcpy(b->ptr + off, src, k);
-        src += k;
+        net_iov_read(iov, niov, skip, b->ptr + off, k);
+        skip += k;
         len -= k;
         off = 0;
     }
 }
 
-/* Bytes [from, from + len) of the header (hdr, hdr_len) and the frame after it, into chain (c). */
+/* (len) bytes from (src) into chain (c)'s buffers, from byte (off) of the chain on. */
+static void chain_write(const struct vq_chain *c, size_t off, const uint8_t *src, size_t len)
+{
+    struct iovec iov = { (void *)src, len };
+    chain_write_iov(c, off, &iov, 1, 0, len);
+}
+
+/* Bytes [from, from + len) of the header (hdr, hdr_len) and the frame after it (iov, niov),
+ * into chain (c). */
 static void chain_fill(const struct vq_chain *c, const uint8_t *hdr, size_t hdr_len,
-                       const uint8_t *frame, size_t from, size_t len)
+                       const struct iovec *iov, unsigned niov, size_t from, size_t len)
 {
     size_t in_hdr = from < hdr_len ? hdr_len - from : 0;
     if (in_hdr > len)
         in_hdr = len;
     chain_write(c, 0, hdr + from, in_hdr);
-    if (len > in_hdr)
-        chain_write(c, in_hdr, frame + (from + in_hdr - hdr_len), len - in_hdr);
+    chain_write_iov(c, in_hdr, iov, niov, from + in_hdr - hdr_len, len - in_hdr);
 }
 
 /* The bytes chain (c) holds, all of them device-writable; -1 when one is not. */
@@ -156,8 +169,8 @@ static long chain_room(const struct vq_chain *c)
  * or was lost, 0 when the driver has not posted room for it yet, -1 when the queue is
  * malformed. As QEMU's virtio_net_receive, a frame that a lone chain cannot hold is lost and
  * the chain stays with the driver, and one the whole ring could not hold is lost too. */
-static int rx_frame(struct virtio_net *n, const struct net_hdr *h, const uint8_t *frame,
-                    size_t len, bool *interrupt)
+static int rx_frame(struct virtio_net *n, const struct net_hdr *h, const struct iovec *iov,
+                    unsigned niov, size_t len, bool *interrupt)
 {
     struct virtqueue *q = virtio_pci_queue(n->vp, RX_QUEUE);
     bool merge = has(n, NET_F_MRG_RXBUF);
@@ -185,7 +198,7 @@ static int rx_frame(struct virtio_net *n, const struct net_hdr *h, const uint8_t
             return 0;
         }
         size_t k = (size_t)room < total - done ? (size_t)room : total - done;
-        chain_fill(c, hdr, hdr_len, frame, done, k);
+        chain_fill(c, hdr, hdr_len, iov, niov, done, k);
         n->rx_used[used++] = (struct vq_used){ c->head, (uint32_t)k };
         done += k;
     }
@@ -203,7 +216,8 @@ static void rx_flush(struct virtio_net *n)
     bool interrupt = false;
     while (n->count && !virtio_pci_broken(n->vp)) {
         struct frame *f = &n->backlog[n->head];
-        if (rx_frame(n, &f->hdr, f->data, f->len, &interrupt) <= 0)
+        struct iovec iov = { f->data, f->len };
+        if (rx_frame(n, &f->hdr, &iov, 1, f->len, &interrupt) <= 0)
             break;
         free(f->data);
         n->head = (n->head + 1) % RX_BACKLOG;
@@ -215,12 +229,12 @@ static void rx_flush(struct virtio_net *n)
 
 /* A frame the driver takes as it is: into the receive queue, or the backlog. False when
  * neither has room. */
-static bool rx_or_keep(struct virtio_net *n, const struct net_hdr *h, const uint8_t *frame,
-                       size_t len)
+static bool rx_or_keep(struct virtio_net *n, const struct net_hdr *h, const struct iovec *iov,
+                       unsigned niov, size_t len)
 {
     if (n->count == 0) {
         bool interrupt = false;
-        int r = rx_frame(n, h, frame, len, &interrupt);
+        int r = rx_frame(n, h, iov, niov, len, &interrupt);
         if (interrupt)
             virtio_pci_interrupt(n->vp);
         if (r != 0)
@@ -232,7 +246,7 @@ static bool rx_or_keep(struct virtio_net *n, const struct net_hdr *h, const uint
     f->data = malloc(len);
     if (f->data == NULL)
         return true;                    /* lost */
-    memcpy(f->data, frame, len);
+    net_iov_read(iov, niov, 0, f->data, len);
     f->hdr = *h;
     f->len = len;
     n->count++;
@@ -243,25 +257,33 @@ static bool rx_or_keep(struct virtio_net *n, const struct net_hdr *h, const uint
 static void rx_whole(void *opaque, const uint8_t *frame, size_t len)
 {
     static const struct net_hdr whole;
-    rx_or_keep(opaque, &whole, frame, len);     /* a segment with no room is lost */
+    struct iovec iov = { (void *)frame, len };
+    rx_or_keep(opaque, &whole, &iov, 1, len);   /* a segment with no room is lost */
 }
 
 /* A frame from the backend. False when neither the receive queue nor the backlog has room: a
  * backend that can keeps it for net_backend_resume(). */
-static bool receive(void *opaque, const struct net_hdr *h, const uint8_t *frame, size_t len)
+static bool receive_iov(void *opaque, const struct net_hdr *h, const struct iovec *iov,
+                        unsigned niov, size_t len)
 {
     struct virtio_net *n = opaque;
     if (virtio_pci_broken(n->vp) || !virtio_pci_driver_ok(n->vp) || len > NET_MAX_FRAME)
         return true;                    /* lost, as on a NIC that is not running */
     tell_offloads(n);
     if (net_hdr_within(h, guest_offloads(n)))
-        return rx_or_keep(n, h, frame, len);
+        return rx_or_keep(n, h, iov, niov, len);
     /* Sent by the backend before it heard what the driver takes: done here. A frame whose
      * header makes no sense is lost. */
     const char *why;
-    memcpy(n->rx_whole, frame, len);
+    net_iov_read(iov, niov, 0, n->rx_whole, len);
     net_offload_apply(h, n->rx_whole, len, rx_whole, n, &why);
     return true;
+}
+
+static bool receive(void *opaque, const struct net_hdr *h, const uint8_t *frame, size_t len)
+{
+    struct iovec iov = { (void *)frame, len };
+    return receive_iov(opaque, h, &iov, 1, len);
 }
 
 /* Virtio 1.2, 5.1.4: STATUS's LINK_UP bit, and a configuration interrupt when it changes. */
@@ -307,6 +329,54 @@ static long tx_gather(struct virtio_net *n, const struct vq_chain *c, const char
     return (long)len;
 }
 
+/* Chain (c) to a backend that reads guest RAM itself: its header read here, its frame handed
+ * over as pieces. 1: the backend holds it until sent(); 0: done; -1: malformed, with (*why);
+ * 2: the backend does not take it so (gather it). */
+static int tx_in_place(struct virtio_net *n, const struct vq_chain *c, const char **why)
+{
+    size_t hdr_len = hdr_bytes(n), total = 0, skip = hdr_len;
+    unsigned niov = 0;
+    uint8_t hdr[MRG_HDR_BYTES];
+    for (unsigned i = 0; i < c->n; i++) {
+        const struct vq_buf *b = &c->buf[i];
+        if (b->device_writes) {
+            *why = "a virtio-net transmit buffer the device must write";
+            return -1;
+        }
+        size_t in_hdr = skip < b->len ? skip : b->len;
+        memcpy(hdr + (hdr_len - skip), b->ptr, in_hdr);
+        skip -= in_hdr;
+        if (b->len > in_hdr)
+            n->tx_iov[niov++] = (struct iovec){ b->ptr + in_hdr, b->len - in_hdr };
+        total += b->len - in_hdr;
+    }
+    if (skip) {
+        *why = "a virtio-net transmit chain shorter than its header";
+        return -1;
+    }
+    if (total > NET_MAX_FRAME) {
+        *why = "a virtio-net frame longer than 65550 bytes";
+        return -1;
+    }
+    if (total == 0)
+        return 0;
+    struct net_hdr h = net_hdr_load(hdr);
+    h.flags &= NET_HDR_F_NEEDS_CSUM;        /* as in tx_all */
+    int r = net_backend_send_chain(n->backend, &h, n->tx_iov, niov, total,
+                                   (uint32_t)n->tx_epoch << 16 | c->head);
+    return r < 0 ? 2 : r;
+}
+
+/* A frame net_backend_send_chain() took is done with: its chain goes back to the driver. */
+static void sent(void *opaque, uint32_t id)
+{
+    struct virtio_net *n = opaque;
+    if (id >> 16 != n->tx_epoch || virtio_pci_broken(n->vp))
+        return;                             /* from before a reset: the queue is another now */
+    if (vq_push(virtio_pci_queue(n->vp, TX_QUEUE), (uint16_t)id, 0))
+        virtio_pci_interrupt(n->vp);
+}
+
 /* Each transmitted chain: its header and frame to the backend. */
 static void tx_all(struct virtio_net *n)
 {
@@ -315,6 +385,18 @@ static void tx_all(struct virtio_net *n)
     bool interrupt = false;
     int r;
     while ((r = vq_pop(q, &n->tx_chain, &why)) > 0) {
+        int held = n->backend && n->backend->ops->send_chain ? tx_in_place(n, &n->tx_chain, &why)
+                                                              : 2;
+        if (held < 0) {
+            r = -1;
+            break;
+        }
+        if (held == 1)
+            continue;
+        if (held == 0) {
+            interrupt |= vq_push(q, n->tx_chain.head, 0);
+            continue;
+        }
         long len = tx_gather(n, &n->tx_chain, &why);
         if (len < 0) {
             r = -1;
@@ -369,7 +451,9 @@ static void backlog_drop(struct virtio_net *n)
 
 static void net_reset(void *opaque)
 {
-    backlog_drop(opaque);
+    struct virtio_net *n = opaque;
+    n->tx_epoch++;
+    backlog_drop(n);
 }
 
 struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
@@ -408,7 +492,7 @@ struct virtio_net *virtio_net_init(struct pci_bus *pci, struct io_bus *io,
 
 struct net_client virtio_net_client(struct virtio_net *n)
 {
-    return (struct net_client){ receive, link_changed, n };
+    return (struct net_client){ receive, link_changed, n, receive_iov, sent };
 }
 
 void virtio_net_attach(struct virtio_net *n, struct net_backend *backend)

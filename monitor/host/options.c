@@ -1,6 +1,7 @@
 /* The command line of `ring3 run`: qemu-like flags parsed with getopt_long_only. */
 #include "options.h"
 
+#include "ikc/channel.h"
 #include "lib/fail.h"
 #include "lib/optlist.h"
 #include "lib/version.h"
@@ -28,6 +29,7 @@ enum {
     OPT_STUBS,
     OPT_DISK,
     OPT_NET,
+    OPT_IKC,
 };
 
 /* getopt_long_only also takes each of these with a single dash, as qemu
@@ -45,6 +47,7 @@ static const struct option long_options[] = {
     { "stubs",      required_argument, NULL, OPT_STUBS },
     { "disk",       required_argument, NULL, OPT_DISK },
     { "net",        required_argument, NULL, OPT_NET },
+    { "ikc",        required_argument, NULL, OPT_IKC },
     { "help",       no_argument,       NULL, 'h' },
     { "version",    no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
@@ -130,6 +133,11 @@ static void usage(FILE *out)
             "                       with: sudo ip tuntap add dev tap0 mode tap user $USER;\n"
             "                       the guest's checksum and TCP segmentation offloads reach\n"
             "                       the host kernel through its vnet headers\n"
+            "  --net ikc[,group=NAME][,mac=MAC]\n"
+            "                       a port of the Ethernet switch of the ring3 instances in\n"
+            "                       IKC group NAME on this host (`ring3 ikc list NAME`);\n"
+            "                       frames go guest to guest through shared memory\n"
+            "  --ikc NAME           the group of --net ikc when it names none\n"
             "  --net none           no network device\n"
             "  --stubs N            guest address spaces that keep their host process, 1 to %u\n"
             "                       (default %u; the least recently run one is reused)\n"
@@ -351,6 +359,11 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_STUBS: err = parse_stubs(optarg, o); break;
         case OPT_DISK: err = parse_disk(optarg, o); break;
         case OPT_NET: err = parse_net(optarg, o); break;
+        case OPT_IKC:
+            o->ikc = optarg;
+            if (!ikc_name_ok(optarg))
+                return bad_input("--ikc '%s': a group name is 1 to 32 of A-Z a-z 0-9 _ . -", optarg);
+            break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
         default: return bad_option(c, argv);
@@ -360,6 +373,14 @@ int options_parse(int argc, char **argv, struct r3_options *o)
     }
     if (o->net_none && o->nnets)
         return bad_input("--net none and another --net: give one or the other");
+    for (unsigned i = 0; i < o->nnets; i++) {
+        struct net_ikc_options *ikc = &o->nets[i].ikc;
+        if (o->nets[i].kind != NET_IKC || ikc->group[0])
+            continue;
+        if (o->ikc == NULL)
+            return bad_input("--net ikc needs its group: --net ikc,group=NAME, or --ikc NAME");
+        snprintf(ikc->group, sizeof ikc->group, "%s", o->ikc);
+    }
     if (!o->net_none && !o->nnets && net_spec_parse("user", 0, &o->nets[o->nnets++]))
         return 2;
     if (optind >= argc) {

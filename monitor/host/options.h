@@ -40,6 +40,7 @@ struct r3_options {
     struct net_spec nets[OPTIONS_MAX_NICS];     /* --net, in order: eth0, eth1, ...; */
     unsigned nnets;                             /* none given: one user NIC, as qemu */
     bool net_none;                              /* --net none: no NIC at all */
+    const char *ikc;                            /* --ikc NAME: the group of --net ikc */
 };
 
 /* The default kernel and initramfs, found from this executable's place in

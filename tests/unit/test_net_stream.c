@@ -47,7 +47,7 @@ static void nic_link(void *opaque, bool up)
     nic.link = up;
 }
 
-static const struct net_client client = { nic_receive, nic_link, NULL };
+static const struct net_client client = { nic_receive, nic_link, NULL, NULL, NULL };
 
 static void nic_reset(void)
 {
