@@ -9,9 +9,11 @@
 #define DISK_SECTOR 512u
 
 struct disk_spec {
-    const char *path;
+    const char *path;       /* NULL for a disk another ring3 serves (served) */
     bool readonly;          /* readonly=on: the guest sees a read-only disk */
     bool snapshot;          /* snapshot=on: writes go to a temporary overlay, dropped at exit */
+    const char *served;     /* ikc:NAME: the disk NAME a member of the IKC group serves */
+    const char *export_name;    /* export=NAME: serve the image to the group, not this guest */
 };
 
 struct disk_image;

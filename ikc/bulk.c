@@ -103,3 +103,40 @@ void ikc_bulk_free(struct ikc_group *g, unsigned owner, uint64_t off, uint64_t l
     }
     bulk_unlock(sh);
 }
+
+long ikc_piece_list(struct ikc_group *g, const uint8_t *ram, const struct iovec *iov, unsigned n)
+{
+    long off = ikc_bulk_alloc(g, n * sizeof(struct ikc_piece));
+    if (off < 0)
+        return -1;
+    struct ikc_piece *p = (struct ikc_piece *)(&g->sh->bulk[0][0] + off);
+    for (unsigned i = 0; i < n; i++)
+        p[i] = (struct ikc_piece){ (uint64_t)((const uint8_t *)iov[i].iov_base - ram),
+                                   iov[i].iov_len };
+    return off;
+}
+
+int ikc_pieces(struct ikc_group *g, unsigned m, uint64_t off, uint64_t n, struct iovec *iov,
+               uint64_t *len)
+{
+    *len = 0;
+    if (n == 0 || n > IKC_UNITS * IKC_PIECES_PER_UNIT) {
+        ikc_count_bad(g);
+        return -1;
+    }
+    const struct ikc_piece *list = (const struct ikc_piece *)ikc_bulk(g, m, off,
+                                                                     n * sizeof *list);
+    if (list == NULL)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        struct ikc_piece one = list[i];     /* read once: the sender could still write it */
+        uint8_t *ram = ikc_peer_ram(g, m, one.gpa, one.len);
+        if (ram == NULL) {
+            ikc_count_bad(g);
+            return -1;
+        }
+        iov[i] = (struct iovec){ ram, one.len };
+        *len += one.len;
+    }
+    return 0;
+}

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define IKC_MAX_MEMBERS 16
 #define IKC_NAME_BYTES  33              /* a group's name: 1 to 32 of [A-Za-z0-9_.-] */
@@ -56,6 +57,15 @@ struct ikc_packet {
 };
 _Static_assert(sizeof(struct ikc_packet) == 64, "a packet is one cache line");
 
+/* Page transfer: one piece of a buffer in a member's guest RAM, at guest-physical (gpa). A packet
+ * that names a buffer in pieces puts their list in its bulk units (ikc_piece_list). */
+struct ikc_piece {
+    uint64_t gpa, len;
+};
+#define IKC_PIECES_PER_UNIT (IKC_UNIT / sizeof(struct ikc_piece))
+
+#define IKC_MAX_OFFERS  4               /* services (a served disk) per member */
+
 struct ikc_group;
 
 /* Whether (name) can name a group: 1 to 32 of A-Z a-z 0-9 _ . - */
@@ -77,6 +87,9 @@ unsigned ikc_self(const struct ikc_group *g);
 /* Whether (m) is another member whose RAM is mapped here and which offers (devices). */
 bool ikc_peer(const struct ikc_group *g, unsigned m, unsigned devices);
 
+/* The process of member (m), as the group's table has it (0: none), for messages. */
+int ikc_member_pid(const struct ikc_group *g, unsigned m);
+
 /* Told when peer (m) comes (its RAM is mapped: packets may flow) or goes (died or left: its
  * packets and the work waiting on it are to be dropped). One watcher per queue pair user. */
 typedef void ikc_watch_fn(void *opaque, unsigned m, bool up);
@@ -97,6 +110,21 @@ bool ikc_peek(struct ikc_group *g, unsigned from, enum ikc_queue queue, struct i
 /* Host pointer to (len) bytes of peer (m)'s guest RAM at guest-physical (gpa), or NULL when
  * any of them lie outside it. */
 uint8_t *ikc_peer_ram(const struct ikc_group *g, unsigned m, uint64_t gpa, uint64_t len);
+
+/* Offer service (name) to the group (a served disk's name): 0, or -1 when this member offers
+ * IKC_MAX_OFFERS already. ikc_find: the member that offers (name), or -1. */
+int ikc_offer(struct ikc_group *g, const char *name);
+int ikc_find(const struct ikc_group *g, const char *name);
+
+/* The list of the (n) pieces (iov) of this member's guest RAM (mapped here at (ram)), written
+ * into new bulk units: their offset, or -1 when none are free. The reader frees them. */
+long ikc_piece_list(struct ikc_group *g, const uint8_t *ram, const struct iovec *iov, unsigned n);
+
+/* The pieces (n of them, at most IKC_PIECES_PER_UNIT * (units)) of a buffer of peer (m), from the
+ * list at bulk offset (off) it allocated, each checked against its RAM, as host pointers into
+ * (iov); their total in (*len). Returns 0, or -1 (counted) when the list or a piece is bad. */
+int ikc_pieces(struct ikc_group *g, unsigned m, uint64_t off, uint64_t n, struct iovec *iov,
+               uint64_t *len);
 
 /* Bulk data: (bytes) in whole units, owned by this member until the reader frees them. Returns
  * the offset, or -1 when no run of units is free. */

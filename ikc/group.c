@@ -74,6 +74,7 @@ void ikc_reclaim_locked(struct ikc_group *g, unsigned m)
 {
     struct ikc_member *mb = &g->sh->member[m];
     atomic_store(&mb->state, IKC_FREE);
+    memset(mb->offers, 0, sizeof mb->offers);
     ikc_ring_reset(g->sh, m);
     ikc_bulk_reclaim(g->sh, m);
 }
@@ -319,6 +320,12 @@ unsigned ikc_self(const struct ikc_group *g)
     return g->self;
 }
 
+int ikc_member_pid(const struct ikc_group *g, unsigned m)
+{
+    return m < IKC_MAX_MEMBERS && atomic_load(&g->sh->member[m].state) == IKC_LIVE
+           ? g->sh->member[m].pid : 0;
+}
+
 int ikc_watch(struct ikc_group *g, ikc_watch_fn *fn, void *opaque)
 {
     if (g->nwatchers == IKC_MAX_WATCHERS)
@@ -375,4 +382,32 @@ int ikc_list(const char *name)
     }
     munmap((void *)sh, sizeof *sh);
     return 0;
+}
+
+int ikc_offer(struct ikc_group *g, const char *name)
+{
+    int r = -1;
+    ikc_lock(g);
+    struct ikc_member *mb = &g->sh->member[g->self];
+    for (unsigned i = 0; i < IKC_MAX_OFFERS && r < 0; i++) {
+        if (mb->offers[i][0] == '\0') {
+            snprintf(mb->offers[i], sizeof mb->offers[i], "%s", name);
+            r = 0;
+        }
+    }
+    ikc_unlock(g);
+    return r;
+}
+
+int ikc_find(const struct ikc_group *g, const char *name)
+{
+    for (unsigned m = 0; m < IKC_MAX_MEMBERS; m++) {
+        const struct ikc_member *mb = &g->sh->member[m];
+        if (atomic_load(&mb->state) != IKC_LIVE || m == g->self)
+            continue;
+        for (unsigned i = 0; i < IKC_MAX_OFFERS; i++)
+            if (!strncmp(mb->offers[i], name, sizeof mb->offers[i]))
+                return (int)m;
+    }
+    return -1;
 }

@@ -11,7 +11,7 @@
 #include "channel.h"
 
 #define IKC_MAGIC   0x314b434933474e52ull   /* "RNG3IKC1" */
-#define IKC_VERSION 1u
+#define IKC_VERSION 2u
 
 enum { IKC_FREE = 0, IKC_LIVE = 1 };
 
@@ -36,6 +36,7 @@ struct ikc_member {
     int64_t joined_ns;                  /* CLOCK_REALTIME */
     uint64_t bad;                       /* what it dropped as malformed (ikc_count_bad) */
     char desc[IKC_DESC_BYTES];
+    char offers[IKC_MAX_OFFERS][IKC_NAME_BYTES];    /* ikc_offer */
 };
 
 struct ikc_shared {

@@ -22,9 +22,10 @@ static int attach_disks(struct platform *p, const struct platform_config *cfg, u
         p->disk[i] = virtio_blk_init(p->pci, p->io, cfg->gm, DISK_FIRST_SLOT + i,
                                      (uint16_t)(DISK_FIRST_PORT + DISK_PORT_STEP * i),
                                      pic_irq(p->pic, disk_irq[i]), disk_irq[i],
-                                     cfg->disks[i], name);
+                                     cfg->disks[i], cfg->remotes[i], name);
         if (p->disk[i] == NULL)
             return -1;
+        p->remote[i] = cfg->remotes[i];
         *elcr |= (uint16_t)(1u << disk_irq[i]);
     }
     return 0;
@@ -95,6 +96,8 @@ int platform_init(struct platform *p, const struct platform_config *cfg, char *e
         goto fail;
     rtc_set_memory(p->rtc, cfg->mem_bytes);
     uint16_t elcr = 0;
+    for (unsigned i = 0; i < cfg->nexports; i++)
+        p->export[i] = cfg->exports[i];
     if (attach_disks(p, cfg, &elcr) || attach_nics(p, cfg, &elcr, err, errlen))
         goto fail;
     io_out(p->io, PIC_ELCR_BASE, 1, elcr & 0xFF);
@@ -102,14 +105,17 @@ int platform_init(struct platform *p, const struct platform_config *cfg, char *e
     return 0;
 fail:
     /* The images the disks did not take over. */
-    for (unsigned i = 0; i < cfg->ndisks; i++)
-        if (p->disk[i] == NULL)
+    for (unsigned i = 0; i < cfg->ndisks; i++) {
+        if (p->disk[i] == NULL && cfg->disks[i])
             disk_image_close(cfg->disks[i]);
+        if (p->disk[i] == NULL)
+            disk_remote_free(cfg->remotes[i]);
+    }
     platform_destroy(p);
     return -1;
 }
 
-void platform_net_close(struct platform *p)
+void platform_io_close(struct platform *p)
 {
     for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++) {
         if (p->nic[i])
@@ -117,11 +123,18 @@ void platform_net_close(struct platform *p)
         net_backend_free(p->backend[i]);
         p->backend[i] = NULL;
     }
+    for (unsigned i = 0; i < PLATFORM_MAX_DISKS; i++) {
+        disk_export_free(p->export[i]);
+        p->export[i] = NULL;
+        if (p->remote[i])
+            virtio_blk_close_remote(p->disk[i]);
+        p->remote[i] = NULL;
+    }
 }
 
 void platform_destroy(struct platform *p)
 {
-    platform_net_close(p);
+    platform_io_close(p);
     for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++)
         virtio_net_free(p->nic[i]);
     for (unsigned i = 0; i < PLATFORM_MAX_DISKS; i++)
@@ -151,30 +164,42 @@ uint64_t platform_next_deadline(struct platform *p, uint64_t now)
     return a < b ? a : b;
 }
 
-void platform_net_fill(struct platform *p, struct pollfd *pfd, unsigned *n, unsigned max,
-                       uint64_t *deadline)
+void platform_io_fill(struct platform *p, struct pollfd *pfd, unsigned *n, unsigned max,
+                      uint64_t *deadline)
 {
     for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++)
         if (p->backend[i])
             net_backend_fill(p->backend[i], pfd, n, max, deadline);
+    for (unsigned i = 0; i < PLATFORM_MAX_DISKS; i++) {
+        if (p->remote[i])
+            disk_remote_fill(p->remote[i], pfd, n, max, deadline);
+        if (p->export[i])
+            disk_export_fill(p->export[i], pfd, n, max, deadline);
+    }
 }
 
-void platform_net_dispatch(struct platform *p)
+void platform_io_dispatch(struct platform *p)
 {
     for (unsigned i = 0; i < PLATFORM_MAX_NICS; i++)
         if (p->backend[i])
             net_backend_dispatch(p->backend[i]);
+    for (unsigned i = 0; i < PLATFORM_MAX_DISKS; i++) {
+        if (p->remote[i])
+            disk_remote_dispatch(p->remote[i]);
+        if (p->export[i])
+            disk_export_dispatch(p->export[i]);
+    }
 }
 
-void platform_net_poll(struct platform *p)
+void platform_io_poll(struct platform *p)
 {
-    struct pollfd pfd[PLATFORM_NET_MAX_FDS];
+    struct pollfd pfd[PLATFORM_IO_MAX_FDS];
     unsigned n = 0;
     uint64_t deadline = UINT64_MAX;
-    platform_net_fill(p, pfd, &n, PLATFORM_NET_MAX_FDS, &deadline);
+    platform_io_fill(p, pfd, &n, PLATFORM_IO_MAX_FDS, &deadline);
     if (n == 0 && deadline > hw_clock_now(&hw_clock_monotonic))
         return;
     if (n)
         poll(pfd, n, 0);
-    platform_net_dispatch(p);
+    platform_io_dispatch(p);
 }

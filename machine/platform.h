@@ -24,7 +24,7 @@
 #define PLATFORM_NO_DEADLINE UINT64_MAX
 #define PLATFORM_MAX_DISKS 4
 #define PLATFORM_MAX_NICS 4
-#define PLATFORM_NET_MAX_FDS 256      /* host sockets polled at once, over every backend */
+#define PLATFORM_IO_MAX_FDS 256       /* host descriptors polled at once, over every backend */
 
 struct platform_config {
     uint64_t mem_bytes;             /* guest RAM, for the CMOS size bytes */
@@ -38,7 +38,10 @@ struct platform_config {
     bool no_debugexit;              /* leave ports 0xF4-0xF7 unmapped */
     const struct guestmem *gm;      /* what the disks and NICs reach by DMA, and an IKC group maps */
     struct disk_image *disks[PLATFORM_MAX_DISKS];  /* vda, vdb, ...: the platform owns them */
+    struct disk_remote *remotes[PLATFORM_MAX_DISKS];   /* or, in a slot, a disk another serves */
     unsigned ndisks;
+    struct disk_export *exports[PLATFORM_MAX_DISKS];   /* disks this one serves (owned too) */
+    unsigned nexports;
     struct net_spec nics[PLATFORM_MAX_NICS];       /* eth0, eth1, ... */
     unsigned nnics;
 };
@@ -56,6 +59,8 @@ struct platform {
     struct virtio_blk *disk[PLATFORM_MAX_DISKS];    /* PCI 00:04.0 on, IRQ 11, 10, 9, 5 */
     struct virtio_net *nic[PLATFORM_MAX_NICS];      /* PCI 00:08.0 on, IRQ 15, 14, 12, 7 */
     struct net_backend *backend[PLATFORM_MAX_NICS]; /* NULL for --net none */
+    struct disk_remote *remote[PLATFORM_MAX_DISKS]; /* the served disks among disk[] */
+    struct disk_export *export[PLATFORM_MAX_DISKS];
     const struct hw_clock *clock;
 };
 
@@ -73,19 +78,19 @@ void platform_destroy(struct platform *p);
 /* Bring the timers' interrupts up to time (now) (see pit_update, rtc_update). */
 void platform_update(struct platform *p, uint64_t now);
 
-/* Close the network backends (a stream server's socket file goes), as the
- * run ends; the NICs stay, joined to nothing. */
-void platform_net_close(struct platform *p);
+/* Close the network backends (a stream server's socket file goes) and the disks served to or by
+ * an IKC group (the group learns at once), as the run ends; the NICs stay, joined to nothing. */
+void platform_io_close(struct platform *p);
 
-/* Add the descriptors the network backends wait on to (pfd) from (*n) on,
+/* Add the descriptors the network backends and the IKC disks wait on to (pfd) from (*n) on,
  * at most (max), and lower (*deadline) to their next timer; then, after a
- * poll() of them, platform_net_dispatch() moves what is ready. */
-void platform_net_fill(struct platform *p, struct pollfd *pfd, unsigned *n, unsigned max,
-                       uint64_t *deadline);
-void platform_net_dispatch(struct platform *p);
+ * poll() of them, platform_io_dispatch() moves what is ready. */
+void platform_io_fill(struct platform *p, struct pollfd *pfd, unsigned *n, unsigned max,
+                      uint64_t *deadline);
+void platform_io_dispatch(struct platform *p);
 
-/* Both, with a poll() that does not wait: frames in either direction move now. */
-void platform_net_poll(struct platform *p);
+/* Both, with a poll() that does not wait: frames and requests move now. */
+void platform_io_poll(struct platform *p);
 
 /* The earliest time (clock ns, >= now) at which platform_update() may raise
  * an interrupt, or PLATFORM_NO_DEADLINE: how long the event loop may sleep. */

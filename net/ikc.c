@@ -131,20 +131,15 @@ static bool send_copy(struct ikc_port *p, unsigned to, const uint8_t hdr[16],
 static bool send_pieces(struct ikc_port *p, unsigned to, const uint8_t hdr[16],
                         const struct iovec *iov, unsigned niov, size_t len, uint32_t id)
 {
-    long off = ikc_bulk_alloc(p->g, niov * sizeof(struct ikc_piece));
+    long off = ikc_piece_list(p->g, p->gm->phys, iov, niov);
     if (off < 0)
         return false;
-    struct ikc_piece *s = (struct ikc_piece *)ikc_bulk(p->g, ikc_self(p->g), (uint64_t)off,
-                                           niov * sizeof *s);
-    for (unsigned i = 0; i < niov; i++)
-        s[i] = (struct ikc_piece){ (uint64_t)((const uint8_t *)iov[i].iov_base - p->gm->phys),
-                             iov[i].iov_len };
     struct ikc_packet pk = { .cmd = IKC_FRAME, .param = { id, len, 0, 0, niov },
                              .data = (uint64_t)off };
     memcpy(&pk.param[2], hdr, 16);
     if (ikc_send(p->g, to, IKC_Q_NET, &pk) == 0)
         return true;
-    ikc_bulk_free(p->g, ikc_self(p->g), (uint64_t)off, niov * sizeof *s);
+    ikc_bulk_free(p->g, ikc_self(p->g), (uint64_t)off, niov * sizeof(struct ikc_piece));
     return false;
 }
 
@@ -224,20 +219,10 @@ static void answer(struct ikc_port *p, unsigned to, uint64_t id)
  * Returns the count, or -1 when a check fails. */
 static int frame_pieces(struct ikc_port *p, unsigned from, const struct ikc_packet *pk)
 {
-    uint64_t n = pk->param[4], len = pk->param[1], total = 0;
-    if (n == 0 || n > IKC_PIECES_PER_UNIT || len > NET_MAX_FRAME)
+    uint64_t n = pk->param[4], len = pk->param[1], total;
+    if (n == 0 || n > IKC_PIECES_PER_UNIT || len > NET_MAX_FRAME ||
+        ikc_pieces(p->g, from, pk->data, n, p->iov, &total))
         return -1;
-    const struct ikc_piece *s = (const struct ikc_piece *)ikc_bulk(p->g, from, pk->data, n * sizeof *s);
-    if (s == NULL)
-        return -1;
-    for (unsigned i = 0; i < n; i++) {
-        struct ikc_piece one = s[i];                  /* read once: the sender may still write it */
-        uint8_t *ram = ikc_peer_ram(p->g, from, one.gpa, one.len);
-        if (ram == NULL || one.len > NET_MAX_FRAME)
-            return -1;
-        p->iov[i] = (struct iovec){ ram, one.len };
-        total += one.len;
-    }
     return total == len ? (int)n : -1;
 }
 
@@ -320,6 +305,17 @@ static void port_dispatch(struct net_backend *b)
             receive_from(p, m);
 }
 
+/* After the guest's transmits: it is running, so its answers and the frames for it are taken
+ * now, not at the next timer tick. A transmit completes here as soon as its receivers copied it,
+ * which keeps TCP's small-queue limit from stalling a busy sender until its next tick. */
+static void port_flush(struct net_backend *b)
+{
+    struct ikc_port *p = (struct ikc_port *)b;
+    for (unsigned m = 0; m < IKC_MAX_MEMBERS; m++)
+        if (ikc_peer(p->g, m, 0))
+            receive_from(p, m);
+}
+
 static void port_resume(struct net_backend *b)
 {
     struct ikc_port *p = (struct ikc_port *)b;
@@ -359,6 +355,7 @@ static void port_free(struct net_backend *b)
 static const struct net_backend_ops ops = {
     .send = port_send,
     .send_chain = port_send_chain,
+    .flush = port_flush,
     .fill = port_fill,
     .dispatch = port_dispatch,
     .resume = port_resume,

@@ -18,11 +18,7 @@
  *   IKC_DONE: frame param[0] is copied (or dropped): its pieces may be reused. */
 enum { IKC_FRAME = 1, IKC_FRAME_COPY = 2, IKC_DONE = 3 };
 
-struct ikc_piece {
-    uint64_t gpa, len;
-};
-
-/* The pieces one bulk unit lists: a longer chain goes as IKC_FRAME_COPY. */
-#define IKC_PIECES_PER_UNIT (IKC_UNIT / sizeof(struct ikc_piece))
+/* A frame's pieces fit one bulk unit (IKC_PIECES_PER_UNIT); a longer chain goes as
+ * IKC_FRAME_COPY. */
 
 #endif

@@ -79,7 +79,7 @@ def test_eight_guests_all_pairs_ping(group):
     try:
         for i in range(1, n + 1):
             reach = "; ".join(REACH.format(j) for j in range(1, n + 1) if j != i)
-            ps.append(member(group, f"{LAN.format(i)}; {reach}; sleep 20", "-m", "96M"))
+            ps.append(member(group, f"{LAN.format(i)}; {reach}; sleep 12", "-m", "96M"))
         results = [finish(p, timeout=BOOT_TIMEOUT + 240) for p in ps]
     finally:
         for p in ps:

@@ -1,13 +1,18 @@
-/* virtio-blk: requests from the guest's virtio_blk driver, done on a raw disk image.
+/* virtio-blk: requests from the guest's virtio_blk driver, done on a raw disk image, or by the
+ * member of an IKC group that serves the disk (block/served.h).
  *
  * Virtio 1.2, 5.2.6: a request is a chain of a 16-byte header the device
  * reads (type, reserved, sector), the data (read by the device for a write,
  * written by it for a read), and one status byte the device writes last.
- * Requests complete in the order they are taken, before the notifying `out`
+ * On an image, requests complete in the order they are taken, before the notifying `out`
  * returns to the guest; a flush (VIRTIO_BLK_T_FLUSH) returns only once the
- * image is on stable storage (fdatasync).
+ * image is on stable storage (fdatasync). A served disk's requests go to the server as they are
+ * taken, its buffers as they are (the server reads and writes them itself), and each completes
+ * when the server answers, in any order, as the specification allows (2.7.13).
  */
 #include "blk.h"
+
+#include "block/served.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +43,12 @@
 
 struct virtio_blk {
     struct virtio_pci *vp;
-    struct disk_image *image;
+    struct disk_image *image;   /* or: */
+    struct disk_remote *remote;
+    uint64_t size;              /* bytes */
+    uint16_t epoch;             /* counts resets: an answer to a request before one is stale */
+    uint8_t *status_at[VQ_MAX_SIZE];    /* a served disk's request in flight: its status byte */
+    uint32_t written_at[VQ_MAX_SIZE];   /* and the bytes it writes when it succeeds */
     char id[BLK_ID_BYTES];      /* GET_ID's answer: "ring3-vda", NUL-padded */
     char who[32];               /* "virtio-blk vda", for messages */
     uint8_t config[BLK_CFG_BYTES];
@@ -78,8 +88,44 @@ static int gather(struct virtio_blk *b, const struct vq_chain *c, bool writable,
 
 static bool in_range(const struct virtio_blk *b, uint64_t sector, uint64_t len)
 {
-    uint64_t sectors = disk_image_size(b->image) / DISK_SECTOR;
+    uint64_t sectors = b->size / DISK_SECTOR;
     return len % DISK_SECTOR == 0 && sector <= sectors && len / DISK_SECTOR <= sectors - sector;
+}
+
+/* A read, write or flush of a served disk, sent: BLK_S_PENDING until the server answers. */
+#define BLK_S_PENDING 0xFF
+static uint8_t remote_request(struct virtio_blk *b, const struct vq_chain *c, uint32_t type,
+                              uint64_t sector, uint32_t *written)
+{
+    uint64_t len = 0;
+    int n = 0;
+    unsigned cmd = type == BLK_T_IN ? SERVED_READ : type == BLK_T_OUT ? SERVED_WRITE : SERVED_FLUSH;
+    if (type != BLK_T_FLUSH) {
+        n = gather(b, c, type == BLK_T_IN, &len);
+        if (!in_range(b, sector, len) || (type == BLK_T_OUT && !disk_remote_writable(b->remote)))
+            return BLK_S_IOERR;
+    }
+    if (disk_remote_submit(b->remote, cmd, sector * DISK_SECTOR, len, b->data, (unsigned)n,
+                           (uint32_t)b->epoch << 16 | c->head))
+        return BLK_S_IOERR;
+    const struct vq_buf *last = &c->buf[c->n - 1];
+    b->status_at[c->head] = last->ptr + last->len - 1;
+    b->written_at[c->head] = *written + (type == BLK_T_IN ? (uint32_t)len : 0);
+    return BLK_S_PENDING;
+}
+
+/* The server answered request (id). */
+static void remote_done(void *opaque, uint32_t id, int err)
+{
+    struct virtio_blk *b = opaque;
+    uint16_t head = (uint16_t)id;
+    if (id >> 16 != b->epoch || head >= VQ_MAX_SIZE || b->status_at[head] == NULL ||
+        virtio_pci_broken(b->vp))
+        return;                         /* from before a reset */
+    *b->status_at[head] = err ? BLK_S_IOERR : BLK_S_OK;
+    b->status_at[head] = NULL;
+    if (vq_push(virtio_pci_queue(b->vp, 0), head, err ? 1 : b->written_at[head]))
+        virtio_pci_interrupt(b->vp);
 }
 
 /* Do one request. Returns the status byte, with the bytes written into the
@@ -88,6 +134,11 @@ static uint8_t do_request(struct virtio_blk *b, const struct vq_chain *c, uint32
                           uint64_t sector, uint32_t *written)
 {
     uint64_t len;
+    bool io = type == BLK_T_IN || type == BLK_T_OUT || type == BLK_T_FLUSH;
+    if (io && b->remote)
+        return remote_request(b, c, type, sector, written);
+    if (io && b->image == NULL)
+        return BLK_S_IOERR;             /* a served disk closed at the end of the run */
     switch (type) {
     case BLK_T_IN: {
         int n = gather(b, c, true, &len);
@@ -124,8 +175,8 @@ static uint8_t do_request(struct virtio_blk *b, const struct vq_chain *c, uint32
     }
 }
 
-/* One chain: returns 0 with the used length in (*written), or -1 when the
- * chain has no room for the header or the status byte (a driver bug QEMU
+/* One chain: returns 0 with the used length in (*written), 1 when a served disk's server has it,
+ * or -1 when the chain has no room for the header or the status byte (a driver bug QEMU
  * also treats as fatal to the device). */
 static int blk_request(struct virtio_blk *b, const struct vq_chain *c, uint32_t *written,
                        const char **why)
@@ -148,6 +199,8 @@ static int blk_request(struct virtio_blk *b, const struct vq_chain *c, uint32_t 
     memcpy(&sector, hdr + 8, 8);
     *written = 1;
     uint8_t status = do_request(b, c, type, sector, written);
+    if (status == BLK_S_PENDING)
+        return 1;
     const struct vq_buf *last = &c->buf[c->n - 1];
     last->ptr[last->len - 1] = status;
     return 0;
@@ -162,11 +215,13 @@ static void blk_notify(void *opaque, struct virtio_pci *vp, unsigned index)
     int r;
     while ((r = vq_pop(q, &b->chain, &why)) > 0) {
         uint32_t written;
-        if (blk_request(b, &b->chain, &written, &why)) {
+        int sent = blk_request(b, &b->chain, &written, &why);
+        if (sent < 0) {
             r = -1;
             break;
         }
-        interrupt |= vq_push(q, b->chain.head, written);
+        if (sent == 0)
+            interrupt |= vq_push(q, b->chain.head, written);
     }
     if (r < 0)
         virtio_pci_error(vp, why);
@@ -174,18 +229,30 @@ static void blk_notify(void *opaque, struct virtio_pci *vp, unsigned index)
         virtio_pci_interrupt(vp);
 }
 
+/* The driver reset the device: answers to what it asked before are dropped. */
+static void blk_reset(void *opaque)
+{
+    struct virtio_blk *b = opaque;
+    b->epoch++;
+    memset(b->status_at, 0, sizeof b->status_at);
+}
+
 struct virtio_blk *virtio_blk_init(struct pci_bus *pci, struct io_bus *io,
                                    const struct guestmem *gm, unsigned slot, uint16_t port,
                                    struct irq_line *irq, uint8_t irq_num,
-                                   struct disk_image *image, const char *name)
+                                   struct disk_image *image, struct disk_remote *remote,
+                                   const char *name)
 {
     struct virtio_blk *b = calloc(1, sizeof *b);
     if (b == NULL)
         return NULL;
     b->image = image;
+    b->remote = remote;
+    b->size = image ? disk_image_size(image) : disk_remote_size(remote);
+    bool writable = image ? disk_image_writable(image) : disk_remote_writable(remote);
     snprintf(b->id, sizeof b->id, "ring3-%.8s", name);
     snprintf(b->who, sizeof b->who, "virtio-blk %s", name);
-    put_le(b->config + BLK_CFG_CAPACITY, disk_image_size(image) / DISK_SECTOR, 8);
+    put_le(b->config + BLK_CFG_CAPACITY, b->size / DISK_SECTOR, 8);
     put_le(b->config + BLK_CFG_SEG_MAX, VQ_MAX_SIZE - 2, 4);   /* room for header and status */
     put_le(b->config + BLK_CFG_BLK_SIZE, DISK_SECTOR, 4);
     const struct virtio_device dev = {
@@ -194,11 +261,12 @@ struct virtio_blk *virtio_blk_init(struct pci_bus *pci, struct io_bus *io,
         .type = 2,
         .class_code = 0x010000,     /* mass storage, SCSI: what QEMU's virtio-blk-pci reports */
         .features = BLK_F_SEG_MAX | BLK_F_BLK_SIZE | BLK_F_FLUSH |
-                    (disk_image_writable(image) ? 0 : BLK_F_RO),
+                    (writable ? 0 : BLK_F_RO),
         .nqueues = 1,
         .config = b->config,
         .config_len = sizeof b->config,
         .notify = blk_notify,
+        .reset = blk_reset,
         .opaque = b,
     };
     b->vp = virtio_pci_init(pci, io, gm, slot, port, irq, irq_num, &dev);
@@ -206,7 +274,18 @@ struct virtio_blk *virtio_blk_init(struct pci_bus *pci, struct io_bus *io,
         free(b);
         return NULL;
     }
+    if (remote)
+        disk_remote_attach(remote, remote_done, b);
     return b;
+}
+
+void virtio_blk_close_remote(struct virtio_blk *b)
+{
+    if (b == NULL || b->remote == NULL)
+        return;
+    disk_remote_free(b->remote);
+    b->remote = NULL;
+    b->size = 0;                    /* every request is out of range from now on */
 }
 
 void virtio_blk_free(struct virtio_blk *b)
@@ -214,6 +293,8 @@ void virtio_blk_free(struct virtio_blk *b)
     if (b == NULL)
         return;
     virtio_pci_free(b->vp);
-    disk_image_close(b->image);
+    if (b->image)
+        disk_image_close(b->image);
+    disk_remote_free(b->remote);
     free(b);
 }

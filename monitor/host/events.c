@@ -4,7 +4,8 @@
  * sure the monitor looks at them in time. While the guest runs, one POSIX
  * timer (SIGALRM) is armed for the next device deadline, and each expiry also
  * moves the network's frames; in hlt the monitor sleeps in ppoll on stdin and
- * the network backends' sockets, with that deadline as the timeout. Nothing spins.
+ * the descriptors of the network backends and the IKC disks, with that deadline as the
+ * timeout. Nothing spins.
  */
 #include <errno.h>
 #include <poll.h>
@@ -91,7 +92,7 @@ static void pump_input(struct vcpu *v)
 void events_poll(struct vcpu *v)
 {
     platform_update(v->plat, events_now());
-    platform_net_poll(v->plat);
+    platform_io_poll(v->plat);
 }
 
 /* Host input moves into the UART when the guest looks for it: when it reads
@@ -171,11 +172,11 @@ void events_wait(struct vcpu *v)
         uint64_t now = events_now(), when = platform_next_deadline(v->plat, now);
         /* stdin first (fd -1, which poll skips, while the UART has no room), then the sockets
          * of the network backends */
-        struct pollfd pfd[1 + PLATFORM_NET_MAX_FDS];
+        struct pollfd pfd[1 + PLATFORM_IO_MAX_FDS];
         bool want_input = !input_eof && !input_len && uart_rx_room(v->plat->com1);
         pfd[0] = (struct pollfd){.fd = want_input ? STDIN_FILENO : -1, .events = POLLIN};
         unsigned n = 1;
-        platform_net_fill(v->plat, pfd, &n, 1 + PLATFORM_NET_MAX_FDS, &when);
+        platform_io_fill(v->plat, pfd, &n, 1 + PLATFORM_IO_MAX_FDS, &when);
         struct timespec ts, *timeout = NULL;
         if (when != PLATFORM_NO_DEADLINE) {
             uint64_t d = when > now ? when - now : 0;
@@ -196,7 +197,7 @@ void events_wait(struct vcpu *v)
             perror("ring3: ppoll");
             monitor_exit(v, EXIT_HOST);
         }
-        platform_net_dispatch(v->plat);
+        platform_io_dispatch(v->plat);
     }
 }
 

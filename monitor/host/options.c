@@ -113,6 +113,12 @@ static void usage(FILE *out)
             "                       a raw disk image as a virtio disk: the first is /dev/vda,\n"
             "                       then vdb.. (up to %u); readonly=on: the guest cannot write;\n"
             "                       snapshot=on: writes go to a temporary overlay, dropped at exit\n"
+            "  --disk FILE,export=NAME\n"
+            "                       serve the image as NAME to one other ring3 of the --ikc\n"
+            "                       group (this guest does not see it)\n"
+            "  --disk ikc:NAME[,readonly=on]\n"
+            "                       the disk NAME another ring3 of the --ikc group serves, as\n"
+            "                       this guest's next virtio disk\n"
             "  --net user[,hostfwd=tcp::HOSTPORT-:GUESTPORT][,restrict=on][,mtu=N][,mac=MAC]\n"
             "                       a virtio NIC (eth0, then eth1.. up to %u) on user-mode\n"
             "                       networking, the default as in qemu: the guest is 10.0.2.15\n"
@@ -137,7 +143,8 @@ static void usage(FILE *out)
             "                       a port of the Ethernet switch of the ring3 instances in\n"
             "                       IKC group NAME on this host (`ring3 ikc list NAME`);\n"
             "                       frames go guest to guest through shared memory\n"
-            "  --ikc NAME           the group of --net ikc when it names none\n"
+            "  --ikc NAME           the IKC group of --disk ikc:NAME, of export=NAME and of\n"
+            "                       --net ikc when it names none\n"
             "  --net none           no network device\n"
             "  --stubs N            guest address spaces that keep their host process, 1 to %u\n"
             "                       (default %u; the least recently run one is reused)\n"
@@ -187,10 +194,7 @@ static int parse_switch(const char *value, bool *out)
 /* FILE[,readonly=on|off][,snapshot=on|off]. */
 static int parse_disk(const char *arg, struct r3_options *o)
 {
-    if (o->ndisks == OPTIONS_MAX_DISKS)
-        return bad_input("too many --disk options; ring3 has %u disk slots",
-                OPTIONS_MAX_DISKS);
-    struct disk_spec *d = &o->disks[o->ndisks];
+    struct disk_spec d;
     size_t n = strcspn(arg, ",");
     char *path = strndup(arg, n);
     if (path == NULL || n == 0) {
@@ -199,18 +203,32 @@ static int parse_disk(const char *arg, struct r3_options *o)
         free(path);
         return 2;
     }
-    *d = (struct disk_spec){ .path = path };
+    d = (struct disk_spec){ .path = path };
+    if (!strncmp(path, "ikc:", 4)) {
+        d = (struct disk_spec){ .served = path + 4 };
+        if (!ikc_name_ok(d.served))
+            return bad_input("--disk '%s': a served disk's name is 1 to 32 of A-Z a-z 0-9 _ . - "
+                    "(--disk ikc:NAME)", arg);
+    }
     struct opt_flag f;
     for (const char *p = arg + n; opt_next_flag(&p, &f); ) {
+        if (f.value && !strcmp(f.key, "export") && !d.served && ikc_name_ok(f.value)) {
+            d.export_name = strdup(f.value);
+            continue;
+        }
         bool *target = f.value == NULL ? NULL :
-                       !strcmp(f.key, "readonly") ? &d->readonly :
-                       !strcmp(f.key, "snapshot") ? &d->snapshot : NULL;
+                       !strcmp(f.key, "readonly") ? &d.readonly :
+                       !strcmp(f.key, "snapshot") && !d.served ? &d.snapshot : NULL;
         if (target == NULL || parse_switch(f.value, target))
-            return bad_input("--disk '%s': '%.*s' is not readonly=on|off or "
-                    "snapshot=on|off (file names with commas are not supported)",
-                    arg, f.len, f.text);
+            return bad_input("--disk '%s': '%.*s' is not readonly=on|off, snapshot=on|off or "
+                    "export=NAME (file names with commas are not supported; ikc:NAME takes "
+                    "readonly= only)", arg, f.len, f.text);
     }
-    o->ndisks++;
+    bool export = d.export_name != NULL;
+    unsigned *count = export ? &o->nexports : &o->ndisks;
+    if (*count == OPTIONS_MAX_DISKS)
+        return bad_input("too many --disk options; ring3 has %u disk slots", OPTIONS_MAX_DISKS);
+    (export ? o->exports : o->disks)[(*count)++] = d;
     return 0;
 }
 
@@ -373,6 +391,11 @@ int options_parse(int argc, char **argv, struct r3_options *o)
     }
     if (o->net_none && o->nnets)
         return bad_input("--net none and another --net: give one or the other");
+    bool served = o->nexports > 0;
+    for (unsigned i = 0; i < o->ndisks; i++)
+        served |= o->disks[i].served != NULL;
+    if (served && o->ikc == NULL)
+        return bad_input("a disk served to or by another ring3 needs their group: add --ikc NAME");
     for (unsigned i = 0; i < o->nnets; i++) {
         struct net_ikc_options *ikc = &o->nets[i].ikc;
         if (o->nets[i].kind != NET_IKC || ikc->group[0])

@@ -37,10 +37,13 @@ struct r3_options {
     unsigned stubs;             /* --stubs: address spaces that keep a stub */
     struct disk_spec disks[OPTIONS_MAX_DISKS];  /* --disk, in order: vda, vdb, ... */
     unsigned ndisks;
+    struct disk_spec exports[OPTIONS_MAX_DISKS];    /* --disk FILE,export=NAME */
+    unsigned nexports;
     struct net_spec nets[OPTIONS_MAX_NICS];     /* --net, in order: eth0, eth1, ...; */
     unsigned nnets;                             /* none given: one user NIC, as qemu */
     bool net_none;                              /* --net none: no NIC at all */
-    const char *ikc;                            /* --ikc NAME: the group of --net ikc */
+    const char *ikc;                            /* --ikc NAME: the group of --net ikc, of
+                                                 * --disk ikc:NAME and of export=NAME */
 };
 
 /* The default kernel and initramfs, found from this executable's place in

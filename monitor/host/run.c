@@ -29,6 +29,7 @@
 
 struct vcpu the_vcpu;
 static struct guestmem gm;
+static struct disk_image *export_images[OPTIONS_MAX_DISKS];    /* --disk FILE,export=NAME */
 static struct platform plat;
 static FILE *serial_out;
 
@@ -62,7 +63,7 @@ _Noreturn void monitor_exit(struct vcpu *v, int status)
     if (stats_enabled)
         stats_report(stderr, seconds_since(v->start_ns));
     if (v->plat)
-        platform_net_close(v->plat);
+        platform_io_close(v->plat);
     exit(status);
 }
 
@@ -111,6 +112,8 @@ static int open_disks(const struct r3_options *o, struct platform_config *cfg)
 {
     char err[512];
     for (unsigned i = 0; i < o->ndisks; i++) {
+        if (o->disks[i].served)
+            continue;                   /* open_served, once guest RAM is there */
         cfg->disks[i] = disk_image_open(&o->disks[i], err, sizeof err);
         if (cfg->disks[i] == NULL) {
             while (i--)
@@ -118,9 +121,39 @@ static int open_disks(const struct r3_options *o, struct platform_config *cfg)
             return bad_input("%s", err);
         }
     }
+    for (unsigned i = 0; i < o->nexports; i++) {
+        export_images[i] = disk_image_open(&o->exports[i], err, sizeof err);
+        if (export_images[i] == NULL)
+            return bad_input("%s", err);
+    }
     cfg->ndisks = o->ndisks;
     memcpy(cfg->nics, o->nets, sizeof o->nets[0] * o->nnets);
     cfg->nnics = o->nnets;
+    return 0;
+}
+
+/* Join the IKC group for the disks served to this guest and by it: a served disk is attached
+ * now (its server answers, or one line says why not). Returns 0, or 2 after one line. */
+static int open_served(const struct r3_options *o, struct platform_config *cfg)
+{
+    char err[512];
+    for (unsigned i = 0; i < o->ndisks; i++) {
+        if (!o->disks[i].served)
+            continue;
+        cfg->remotes[i] = disk_remote_open(o->ikc, o->disks[i].served, o->disks[i].readonly, &gm,
+                                           err, sizeof err);
+        if (cfg->remotes[i] == NULL)
+            return bad_input("--disk ikc:%s: %s", o->disks[i].served, err);
+    }
+    for (unsigned i = 0; i < o->nexports; i++) {
+        struct disk_export *e = disk_export_new(o->ikc, o->exports[i].export_name,
+                                                export_images[i], &gm, err, sizeof err);
+        if (e == NULL)
+            return bad_input("--disk %s,export=%s: %s", o->exports[i].path,
+                             o->exports[i].export_name, err);
+        cfg->exports[i] = e;
+    }
+    cfg->nexports = o->nexports;
     return 0;
 }
 
@@ -140,7 +173,7 @@ int run_main(int argc, char **argv)
     if ((r = open_disks(&o, &cfg)))
         return r;
     v->host_sysenter_pad = host_probe_sysenter();
-    if ((r = guestmem_init(&gm, o.mem_size)))
+    if ((r = guestmem_init(&gm, o.mem_size)) || (r = open_served(&o, &cfg)))
         return r;
     serial_out = stdout;
     if (o.serial == R3_SERIAL_FILE && !(serial_out = fopen(o.serial_path, "w")))

@@ -80,7 +80,7 @@ static int file_is(const uint8_t *want)
 static struct disk_image *open_image(bool readonly, bool snapshot)
 {
     char err[256] = "";
-    const struct disk_spec spec = { image_path, readonly, snapshot };
+    const struct disk_spec spec = { .path = image_path, .readonly = readonly, .snapshot = snapshot };
     struct disk_image *d = disk_image_open(&spec, err, sizeof err);
     if (d == NULL)
         fprintf(stderr, "disk_image_open: %s\n", err);
@@ -96,7 +96,7 @@ static void machine_up(bool readonly, bool snapshot)
     irq_probe_init(&irq);
     struct disk_image *d = open_image(readonly, snapshot);
     CHECK(d != NULL);
-    blk = virtio_blk_init(pci, bus, &gm, SLOT, PORT, &irq.line, IRQ_NUM, d, "vda");
+    blk = virtio_blk_init(pci, bus, &gm, SLOT, PORT, &irq.line, IRQ_NUM, d, NULL, "vda");
     CHECK(blk != NULL);
     port = PORT;
 }
@@ -676,7 +676,7 @@ static void test_locks(void)
     /* Not whole sectors: refused with a message. */
     char err[256] = "";
     CHECK_EQ(truncate(image_path, IMG_BYTES - 1), 0);
-    const struct disk_spec spec = { image_path, false, false };
+    const struct disk_spec spec = { .path = image_path };
     CHECK(disk_image_open(&spec, err, sizeof err) == NULL);
     CHECK(strstr(err, "multiple of 512") != NULL);
     CHECK_EQ(truncate(image_path, IMG_BYTES), 0);
