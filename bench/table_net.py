@@ -5,8 +5,8 @@ ping round trips, measured in one run for
     modes and QEMU TCG (each the Debian root of `make rootfs`, iperf3 and iputils ping in it,
     the host's iperf3 server at 10.0.2.2), beside the host's own loopback;
   - two guests joined by QEMU's stream protocol on a UNIX socket: two ring3 (--net stream),
-    and two QEMU TCG (-netdev stream); and two ring3 on the switch of an IKC group (--net ikc);
-  - the IKC channel alone between two processes (build/bench/ikc-channel): SHIMOS's Table 4.
+    and two QEMU TCG (-netdev stream). bench/table_shimos.py puts two ring3 on an IKC switch
+    beside them (run_ring3_pair("ikc")).
 Each figure is the median of BENCH_NET_REPEAT runs (default 3), each in freshly booted guests;
 the round trip is the median of PINGS pings within one run.
 
@@ -38,7 +38,6 @@ import qemu_guest  # noqa: E402
 from report import fmt, median, repeat, write_section  # noqa: E402
 
 RING3 = ROOT / "build" / "bin" / "ring3"
-IKC_CHANNEL = ROOT / "build" / "bench" / "ikc-channel"
 IMAGE = ROOT / "build" / "rootfs.img"
 SECTION = "# Network"
 TIMEOUT = 900
@@ -142,38 +141,6 @@ def run_qemu_user():
     return results(r.output)
 
 
-# ---- the IKC channel alone ----
-
-CHANNEL_ROWS = [("rtt_spin", "us", "round trip, both sides polling (median of 100,000)"),
-                ("rtt_sleep", "us", "round trip, both sides asleep until notified (median of 100,000)"),
-                ("pps", "M/s", "packets one way, 1,000,000 of them")]
-# SHIMOS's Table 4: its IKC between two kernels on two cores of one machine.
-SHIMOS = {"rtt_spin": 2.723, "pps": 1.209}
-
-
-def run_channel():
-    p = subprocess.run([str(IKC_CHANNEL)] + (["1000", "10000"] if QUICK else []),
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    found = {}
-    for line in check(p, "ikc-channel").splitlines():
-        name, value, _ = line.split()
-        found[name] = float(value)
-    if set(found) != {row for row, _, _ in CHANNEL_ROWS}:
-        raise RuntimeError(f"ikc-channel printed {p.stdout!r}")
-    return found
-
-
-def channel_table(record):
-    runs = record.get("ikc_channel", {}).get("runs", [])
-    lines = ["| figure | unit | ring3's channel | SHIMOS (published) |", "|---|---|---|---|"]
-    for row, unit, label in CHANNEL_ROWS:
-        values = [r[row] for r in runs]
-        cell = (f"{fmt(statistics.median(values))} ({fmt(min(values))}–{fmt(max(values))})"
-                if values else "not run")
-        lines.append(f"| {label} | {unit} | {cell} | {SHIMOS.get(row, '')} |")
-    return lines
-
-
 # ---- two guests on a stream ----
 
 LAN = "ip addr add 192.168.7.{}/24 dev eth0"
@@ -263,10 +230,6 @@ ENVS = {
     "ring3_pair": ("stream", "two ring3", run_ring3_pair("stream"), None),
     "ring3_none_pair": ("stream", "two ring3 isolation=none",
                         run_ring3_pair("stream", "--isolation", "none"), None),
-    "ring3_ikc_pair": ("stream", "two ring3 on ikc", run_ring3_pair("ikc"), None),
-    "ring3_none_ikc_pair": ("stream", "two ring3 on ikc isolation=none",
-                            run_ring3_pair("ikc", "--isolation", "none"), None),
-    "ikc_channel": ("channel", "the IKC channel alone", run_channel, None),
 }
 
 
@@ -275,11 +238,9 @@ def measure(names):
     for name in names:
         group, label, run, missing = ENVS[name]
         why = missing() if missing else None
-        if why is None and name == "ikc_channel" and not IKC_CHANNEL.exists():
-            why = "build/bench/ikc-channel is missing (make bench builds it)"
-        if why is None and name not in ("native", "ikc_channel") and not IMAGE.exists():
+        if why is None and name != "native" and not IMAGE.exists():
             why = "build/rootfs.img is missing (make rootfs)"
-        if why is None and name != "ikc_channel" and not shutil.which("iperf3"):
+        if why is None and not shutil.which("iperf3"):
             why = "the host has no iperf3"
         if why:
             record[name] = {"group": group, "label": label, "why": why}
@@ -331,24 +292,6 @@ def targets(record):
         if tx:
             lines.append(f"- {record[n]['label']}: at least 3 Gbit/s between two guests on a "
                          f"stream: {tx:.2f} Gbit/s, {'met' if tx >= 3 else 'not met'}")
-    # SHIMOS (issue 19): the channel, the ping between kernels, TCP against the stream backend
-    rtt, pps = median(record, "ikc_channel", "rtt_spin"), median(record, "ikc_channel", "pps")
-    if rtt and pps:
-        ok = rtt < SHIMOS["rtt_spin"] and pps > SHIMOS["pps"]
-        lines.append(f"- the IKC channel: round trip under SHIMOS's 2.7 us and more than its 1.2 "
-                     f"million packets per second: {rtt:.3g} us, {pps:.3g} M/s, "
-                     f"{'met' if ok else 'not met'}")
-    for ikc, stream in (("ring3_ikc_pair", "ring3_pair"), ("ring3_none_ikc_pair", "ring3_none_pair")):
-        label = record.get(ikc, {}).get("label", ikc)
-        rtt = median(record, ikc, "rtt")
-        if rtt:
-            lines.append(f"- {label}: ping between two guests at most SHIMOS's 10 us: {rtt:.0f} us, "
-                         f"{'met' if rtt <= 10 else 'not met'}")
-        tx, base = median(record, ikc, "tx"), median(record, stream, "tx")
-        if tx and base:
-            lines.append(f"- {label}: TCP between two guests at least 4× the stream backend's: "
-                         f"{tx:.2f} against {base:.2f} Gbit/s ({tx / base:.1f}×), "
-                         f"{'met' if tx >= 4 * base else 'not met'}")
     return lines
 
 
@@ -367,15 +310,10 @@ def markdown(record, started):
              "**User-mode networking (libslirp), guest and host.** The peer is the host's "
              "iperf3 server through 10.0.2.2; natively, the same over loopback.", ""]
     lines += table(record, user, user[0]) if user else ["(not run)"]
-    lines += ["", "**Two guests on one link**: QEMU's `-netdev stream` protocol over a UNIX "
-              "socket, or the switch of an IKC group (`--net ikc`, frames copied once, from one "
-              "guest's RAM into the other's); 192.168.7.2 measures against 192.168.7.1.", ""]
+    lines += ["", "**Two guests on one stream** (QEMU's `-netdev stream` protocol over a UNIX "
+              "socket): 192.168.7.2 measures against 192.168.7.1. The SHIMOS section puts two "
+              "guests on an IKC switch beside them.", ""]
     lines += table(record, pair, pair[0]) if pair else ["(not run)"]
-    if "ikc_channel" in record:
-        lines += ["", "**The IKC channel alone** (`build/bench/ikc-channel`, SHIMOS's Table 4): two "
-                  "processes joined to one group as two monitors are, 64-byte packets on its "
-                  "rings. SHIMOS's figures are its own published ones, on its own hardware.", ""]
-        lines += channel_table(record)
     lines += ["", "Targets (measured, not asserted):", ""] + (targets(record) or ["(none run)"])
     notes = [f"- {record[n]['label']}: {record[n]['why']}" for n in record if "why" in record[n]]
     notes += [f"- {record[n]['label']}: {e}" for n in record for e in record[n].get("errors", [])]

@@ -70,7 +70,7 @@ int ikc_send(struct ikc_group *g, unsigned to, enum ikc_queue queue, const struc
     return 0;
 }
 
-/* The ring from (from) on (queue), and how many packets wait in it; -1 when its head is out of
+/* The ring from (from) on (queue), and how many packets wait in it; NULL when its head is out of
  * range (the packets are dropped and counted, and the ring starts over at its head). */
 static struct ikc_ring *incoming(struct ikc_group *g, unsigned from, enum ikc_queue queue,
                                  uint32_t *waiting)

@@ -6,7 +6,9 @@
 #                     its section of RESULTS.md, results-table2.json), then the per-event costs
 #                     of the monitor against QEMU (bench/run.py), then the network table: iperf3
 #                     and ping through user-mode networking and between two guests on a stream
-#                     (bench/table_net.py: its section of RESULTS.md, results-net.json)
+#                     (bench/table_net.py: its section of RESULTS.md, results-net.json), then the
+#                     SHIMOS table: the IKC channel, two guests on its switch, a served disk and
+#                     a build on a served root, each beside what it replaces (bench/table_shimos.py)
 #   make bench-quick  each benchmark program once, on ring3 only: a smoke test of the harness
 #
 # The programs (bench/programs/<name>.c) are built for i386 (the guest's initramfs puts them in
@@ -54,6 +56,7 @@ bench: $(B)/bench/ikc-channel all guest-kernel guest-kernel-plain guest-kernel-i
 	$(PYTHON) bench/table2.py
 	$(PYTHON) bench/run.py
 	$(PYTHON) bench/table_net.py
+	$(PYTHON) bench/table_shimos.py
 
 bench-quick: all guest-kernel initramfs bench-programs
 	$(PYTHON) bench/table.py --quick

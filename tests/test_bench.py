@@ -169,14 +169,26 @@ def test_net_bench_quick():
     assert p.returncode == 0, p.stdout + p.stderr
 
 
-def test_ikc_channel_bench_quick():
-    """The channel alone, briefly: both round trips and the packet rate come out, positive."""
-    run = table_net.run_channel
-    table_net.QUICK = True
-    try:
-        found = run()
-    finally:
-        table_net.QUICK = "--quick" in sys.argv[1:]
+# ---- bench/table_shimos.py, the SHIMOS table ----
+
+import table_shimos  # noqa: E402
+
+
+@pytest.mark.parametrize("transport", [[], ["--stream"]])
+def test_ikc_channel_bench_quick(transport):
+    """The channel alone (and the stream socket it is compared with), briefly: both round trips
+    and the packet rate come out, positive; the table shows them beside SHIMOS's."""
+    found = table_shimos.run_channel(*transport, "1000", "10000")()
     assert set(found) == {"rtt_spin", "rtt_sleep", "pps"} and min(found.values()) > 0, found
-    md = "\n".join(table_net.channel_table({"ikc_channel": {"runs": [found]}}))
-    assert "| 2.723 |" in md and "not run" not in md, md
+    record = {"channel_ikc": {"part": "channel", "label": "IKC channel", "runs": [found]}}
+    md = table_shimos.markdown(record, "now")
+    assert "| 2.723 |" in md and "- the channel: round trip" in md, md
+
+
+def test_shimos_dd_results_parse_both_rates():
+    out = ("1024+0 records out\n1073741824 bytes (1.1 GB, 1.0 GiB) copied, 2.0 s, 537 MB/s\n"
+           "1073741824 bytes (1.1 GB, 1.0 GiB) copied, 1.0 s, 1.1 GB/s\n")
+    assert table_shimos.dd_results(out) == {"dd_write": 1073741824 / 2 / 1e6,
+                                            "dd_read": 1073741824 / 1e6}
+    with pytest.raises(RuntimeError):
+        table_shimos.dd_results("dd: error writing '/dev/vdb'\n")

@@ -15,6 +15,7 @@ from test_linux import BOOT_TIMEOUT, ISOLATION, RING3, isolation  # noqa: F401 (
 from test_net import pattern_sha256, send_pattern
 
 LAN = "ip addr add 192.168.7.{}/24 dev eth0; ip link set eth0 up"
+WAIT_FOR_1 = "until ping -c 1 -W 1 192.168.7.1 >/dev/null; do :; done; sleep 1"
 # Wait (at most 60 s) until 192.168.7.N answers.
 REACH = ("i=0; until ping -c 1 -W 1 192.168.7.{0} >/dev/null; do i=$((i+1)); "
          "[ $i -ge 60 ] && break; done; ping -c 1 -W 2 192.168.7.{0} >/dev/null && echo reach {0}")
@@ -71,22 +72,33 @@ def test_two_guests_ping_and_move_64_mib(group):
     assert len(rows) == 2 and all(" net 52:54:01:" in r for r in rows), listing.stdout
 
 
-def test_eight_guests_all_pairs_ping(group):
+def test_eight_guests_all_pairs_ping_and_move_64_mib(group):
     """Eight instances on one switch: each pings the seven others (by learnt or flooded
-    addresses), then stays up long enough for the others to ping it."""
-    n = 8
+    addresses), then stays up long enough for the others to ping it; meanwhile the eighth sends
+    the first 64 MiB with nc, checksummed on both ends, past the six others."""
+    n, size = 8, 64 << 20
     ps = []
     try:
         for i in range(1, n + 1):
             reach = "; ".join(REACH.format(j) for j in range(1, n + 1) if j != i)
-            ps.append(member(group, f"{LAN.format(i)}; {reach}; sleep 12", "-m", "96M"))
+            # the listener's stdin stays open (a background job's is /dev/null, whose end
+            # would end busybox's nc): a FIFO that this shell holds
+            extra = ("mkfifo /tmp/keep; (nc -l -p 5000 </tmp/keep | sha256sum) & exec 3>/tmp/keep;"
+                     if i == 1 else
+                     f"({WAIT_FOR_1}; {send_pattern(size, 5000)}) &" if i == n else "")
+            ps.append(member(group, f"{LAN.format(i)}; {extra} {reach}; sleep 12; wait",
+                             "-m", "96M"))
         results = [finish(p, timeout=BOOT_TIMEOUT + 240) for p in ps]
     finally:
         for p in ps:
             p.kill()
     for i, (status, out, err) in enumerate(results, start=1):
         want = [f"reach {j}" for j in range(1, n + 1) if j != i]
-        assert status == 0 and out.splitlines() == want, (i, status, out, err)
+        lines = out.splitlines()
+        if i == 1:
+            assert f"{pattern_sha256(size)}  -" in lines, (i, out, err)
+            lines.remove(f"{pattern_sha256(size)}  -")
+        assert status == 0 and lines == want, (i, status, out, err)
 
 
 def test_a_member_killed_mid_transfer(group):

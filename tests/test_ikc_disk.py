@@ -126,3 +126,23 @@ def test_a_disk_nobody_serves_is_one_line(group):
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert "serves a disk 'nothing'" in p.stderr, p.stderr
+
+
+def test_gnu_patch_builds_on_a_served_root(group):
+    """GNU patch's upstream source, configured and built with the Debian root's gcc on a root
+    another ring3 serves (snapshot=on on the server: the image stays as it is); the built patch
+    runs. In-process guest processes (--isolation none), the faster mode, to keep the suite short;
+    bench/table_shimos.py times both roots."""
+    server = serve(group, f"{IMAGE},snapshot=on")
+    try:
+        p = subprocess.run([RING3, "run", "--isolation", "none", "-m", "1G", "--ikc", group,
+                            "--disk", "ikc:root", *DEBIAN, "--cmd",
+                            "set -e; cd /root; tar xf /usr/src/patch-2.7.6.tar.xz; cd patch-2.7.6; "
+                            "./configure >/dev/null 2>&1; make -j1 >/dev/null 2>&1; "
+                            "./src/patch --version | head -1"],
+                           capture_output=True, text=True, timeout=TIMEOUT * 2,
+                           stdin=subprocess.DEVNULL)
+    finally:
+        server.kill()
+        server.wait()
+    assert p.returncode == 0 and p.stdout == "GNU patch 2.7.6\n", p.stdout + p.stderr
