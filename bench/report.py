@@ -1,5 +1,7 @@
-"""What the tables of `make bench` after Table 1 share (bench/table2.py, bench/table_net.py):
-repeated runs of one environment, medians over them, and their section of bench/RESULTS.md."""
+"""What the tables of `make bench` after Table 1 share (bench/table2.py, bench/table_net.py,
+bench/table_shimos.py): the environments a run is limited to, repeated runs of one environment,
+medians over them, what was not run or failed, and their section of bench/RESULTS.md."""
+import os
 import statistics
 import subprocess
 import sys
@@ -20,6 +22,24 @@ def repeat(tag, label, run, times):
             errors.append(str(e))
             print(f"{tag}: {label} run {i + 1} failed: {e}", file=sys.stderr)
     return runs, errors
+
+
+def chosen(tag, variable, envs, default):
+    """The environments named in (variable) (comma-separated; (default) when unset), each one of
+    (envs); exits with one line naming the known ones otherwise."""
+    names = os.environ.get(variable, default).split(",")
+    unknown = [n for n in names if n not in envs]
+    if unknown:
+        sys.exit(f"{tag}: unknown environment {unknown}; known: {', '.join(envs)}")
+    return names
+
+
+def not_run_notes(record, names):
+    """The markdown list of (names)' environments in (record) that were not run, and why, and of
+    each failed run's message; empty when there is none."""
+    notes = [f"- {record[n]['label']}: {record[n]['why']}" for n in names if "why" in record[n]]
+    notes += [f"- {record[n]['label']}: {e}" for n in names for e in record[n].get("errors", [])]
+    return ["", "Not run and failed:", ""] + notes if notes else []
 
 
 def median(record, name, row):

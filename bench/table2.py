@@ -24,7 +24,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import qemu_guest  # noqa: E402
-from report import fmt, median, repeat, write_section  # noqa: E402
+from report import chosen, fmt, median, not_run_notes, repeat, write_section  # noqa: E402
 
 RING3 = ROOT / "build" / "bin" / "ring3"
 IMAGE = ROOT / "build" / "rootfs.img"
@@ -245,19 +245,13 @@ def markdown(record, started):
             lines.append(f"- {label}: read at least half the host's speed: {read:.0f} MB/s "
                          f"against {native_read:.0f} MB/s, "
                          f"{'met' if read >= native_read / 2 else 'not met'}")
-    notes = [f"- {record[n]['label']}: {record[n]['why']}" for n in names if "why" in record[n]]
-    notes += [f"- {record[n]['label']}: {e}" for n in names for e in record[n].get("errors", [])]
-    if notes:
-        lines += ["", "Not run and failed:", ""] + notes
+    lines += not_run_notes(record, names)
     return "\n".join(lines) + "\n"
 
 
 def main():
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    names = os.environ.get("BENCH_T2_ENVS", ",".join(ENVS)).split(",")
-    unknown = [n for n in names if n not in ENVS]
-    if unknown:
-        sys.exit(f"table2: unknown environment {unknown}; known: {', '.join(ENVS)}")
+    names = chosen("table2", "BENCH_T2_ENVS", ENVS, ",".join(ENVS))
     record = measure(names)
     (BENCH / "results-table2.json").write_text(json.dumps(record, indent=1) + "\n")
     write_section(SECTION, markdown(record, started))

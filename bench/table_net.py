@@ -35,7 +35,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import qemu_guest  # noqa: E402
-from report import fmt, median, repeat, write_section  # noqa: E402
+from report import chosen, fmt, median, not_run_notes, repeat, write_section  # noqa: E402
 
 RING3 = ROOT / "build" / "bin" / "ring3"
 IMAGE = ROOT / "build" / "rootfs.img"
@@ -315,20 +315,14 @@ def markdown(record, started):
               "guests on an IKC switch beside them.", ""]
     lines += table(record, pair, pair[0]) if pair else ["(not run)"]
     lines += ["", "Targets (measured, not asserted):", ""] + (targets(record) or ["(none run)"])
-    notes = [f"- {record[n]['label']}: {record[n]['why']}" for n in record if "why" in record[n]]
-    notes += [f"- {record[n]['label']}: {e}" for n in record for e in record[n].get("errors", [])]
-    if notes:
-        lines += ["", "Not run and failed:", ""] + notes
+    lines += not_run_notes(record, record)
     return "\n".join(lines) + "\n"
 
 
 def main():
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     default = "ring3" if QUICK else ",".join(ENVS)
-    names = os.environ.get("BENCH_NET_ENVS", default).split(",")
-    unknown = [n for n in names if n not in ENVS]
-    if unknown:
-        sys.exit(f"table_net: unknown environment {unknown}; known: {', '.join(ENVS)}")
+    names = chosen("table_net", "BENCH_NET_ENVS", ENVS, default)
     record = measure(names)
     if QUICK:
         failed = [n for n in names if not record[n].get("runs")]

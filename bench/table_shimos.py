@@ -30,7 +30,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 import table2  # noqa: E402
 import table_net  # noqa: E402
-from report import fmt, median, repeat, write_section  # noqa: E402
+from report import chosen, fmt, median, not_run_notes, repeat, write_section  # noqa: E402
 
 RING3 = ROOT / "build" / "bin" / "ring3"
 IMAGE = ROOT / "build" / "rootfs.img"
@@ -224,19 +224,13 @@ def markdown(record, started):
     for part in ROWS:
         lines += table(record, part)
     lines += ["", "Targets (measured, not asserted):", ""] + (targets(record) or ["(none run)"])
-    notes = [f"- {record[n]['label']}: {record[n]['why']}" for n in record if "why" in record[n]]
-    notes += [f"- {record[n]['label']}: {e}" for n in record for e in record[n].get("errors", [])]
-    if notes:
-        lines += ["", "Not run and failed:", ""] + notes
+    lines += not_run_notes(record, record)
     return "\n".join(lines) + "\n"
 
 
 def main():
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    names = os.environ.get("BENCH_SHIMOS_ENVS", ",".join(ENVS)).split(",")
-    unknown = [n for n in names if n not in ENVS]
-    if unknown:
-        sys.exit(f"table_shimos: unknown environment {unknown}; known: {', '.join(ENVS)}")
+    names = chosen("table_shimos", "BENCH_SHIMOS_ENVS", ENVS, ",".join(ENVS))
     t0 = time.monotonic()
     record = measure(names)
     (BENCH / "results-shimos.json").write_text(json.dumps(record, indent=1) + "\n")
