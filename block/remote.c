@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "hw/clock.h"
 
 #include "served.h"
 
@@ -29,9 +30,7 @@ struct disk_remote {
 
 static uint64_t now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return hw_clock_now(&hw_clock_monotonic);
 }
 
 /* The server went: what it owed ends with EIO. */

@@ -26,13 +26,6 @@
 
 #include "layout.h"
 
-uint64_t ikc_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 bool ikc_name_ok(const char *name)
 {
     size_t n = strlen(name);

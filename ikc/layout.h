@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hw/clock.h"
+
 #include "channel.h"
 
 #define IKC_MAGIC   0x314b434933474e52ull   /* "RNG3IKC1" */
@@ -92,7 +94,6 @@ void ikc_lock(struct ikc_group *g);
 void ikc_unlock(struct ikc_group *g);
 void ikc_reclaim_locked(struct ikc_group *g, unsigned m);
 void ikc_socket_name(const char *group, unsigned m, char *out, size_t *len);
-uint64_t ikc_now_ns(void);
 
 /* ikc/peers.c: peer (m) is gone here (died, left, or its slot was taken again). */
 void ikc_peer_down(struct ikc_group *g, unsigned m);

@@ -81,7 +81,7 @@ void ikc_announce(struct ikc_group *g)
     for (unsigned m = 0; m < IKC_MAX_MEMBERS; m++)
         if (m != g->self && atomic_load(&g->sh->member[m].state) == IKC_LIVE)
             send_ram(g, m, MSG_HELLO);
-    g->next_scan_ns = ikc_now_ns() + SCAN_NS;
+    g->next_scan_ns = hw_clock_now(&hw_clock_monotonic) + SCAN_NS;
 }
 
 /* Peer (slot, gen) as the table has it, with its RAM (fd): mapped, its pidfd opened, up. */
@@ -194,7 +194,7 @@ static void peer_died(struct ikc_group *g, unsigned m)
 /* Once a second: members that came without a HELLO reaching us, and ones that went. */
 static void scan(struct ikc_group *g)
 {
-    uint64_t now = ikc_now_ns();
+    uint64_t now = hw_clock_now(&hw_clock_monotonic);
     if (now < g->next_scan_ns)
         return;
     g->next_scan_ns = now + SCAN_NS;

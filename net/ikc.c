@@ -180,8 +180,8 @@ static bool port_send_chain(struct net_backend *b, const struct net_hdr *h,
     return true;
 }
 
-/* A frame that reaches the ikc port without send_chain (none do: the NIC hands every frame over
- * in place) would be lost. */
+/* A whole frame: one that net_offload_apply() made of a transmit whose offloads the switch does
+ * not carry (UDP segmentation), copied to every port through bulk units. */
 static void port_send(struct net_backend *b, const struct net_hdr *h, const uint8_t *frame,
                       size_t len)
 {
