@@ -77,7 +77,7 @@ struct virtio_net {
     struct iovec tx_iov[VQ_MAX_SIZE];
     struct frame backlog[RX_BACKLOG];
     unsigned head, count;           /* the backlog's oldest frame, and how many */
-    uint8_t tx[MRG_HDR_BYTES + NET_MAX_FRAME];
+    uint8_t tx[NET_MAX_FRAME];      /* a transmitted frame gathered, for a backend that copies */
     uint8_t rx_whole[NET_MAX_FRAME]; /* a received frame checksummed and cut for the driver */
 };
 
@@ -308,34 +308,13 @@ static void tx_dropped(struct virtio_net *n, const char *why)
     n->told_drop = true;
 }
 
-/* The device-readable bytes of chain (c) into (n->tx); their length, or -1 with (*why) set. */
-static long tx_gather(struct virtio_net *n, const struct vq_chain *c, const char **why)
+/* Chain (c): its header into (*h) and its frame, as pieces of guest RAM, into (n->tx_iov), (*len)
+ * bytes in all. Returns the count of pieces, or -1 with (*why) set when the chain is malformed. */
+static int tx_split(struct virtio_net *n, const struct vq_chain *c, struct net_hdr *h,
+                    size_t *len, const char **why)
 {
-    size_t len = 0;
-    for (unsigned i = 0; i < c->n; i++) {
-        const struct vq_buf *b = &c->buf[i];
-        if (b->device_writes || b->len > sizeof n->tx - len) {
-            *why = b->device_writes ? "a virtio-net transmit buffer the device must write"
-                                    : "a virtio-net frame longer than 65550 bytes";
-            return -1;
-        }
-        memcpy(n->tx + len, b->ptr, b->len);
-        len += b->len;
-    }
-    if (len < hdr_bytes(n)) {
-        *why = "a virtio-net transmit chain shorter than its header";
-        return -1;
-    }
-    return (long)len;
-}
-
-/* Chain (c) to a backend that reads guest RAM itself: its header read here, its frame handed
- * over as pieces. 1: the backend holds it until sent(); 0: done; -1: malformed, with (*why);
- * 2: the backend does not take it so (gather it). */
-static int tx_in_place(struct virtio_net *n, const struct vq_chain *c, const char **why)
-{
-    size_t hdr_len = hdr_bytes(n), total = 0, skip = hdr_len;
-    unsigned niov = 0;
+    size_t hdr_len = hdr_bytes(n), total = 0;
+    int niov = 0;
     uint8_t hdr[MRG_HDR_BYTES];
     for (unsigned i = 0; i < c->n; i++) {
         const struct vq_buf *b = &c->buf[i];
@@ -343,28 +322,28 @@ static int tx_in_place(struct virtio_net *n, const struct vq_chain *c, const cha
             *why = "a virtio-net transmit buffer the device must write";
             return -1;
         }
-        size_t in_hdr = skip < b->len ? skip : b->len;
-        memcpy(hdr + (hdr_len - skip), b->ptr, in_hdr);
-        skip -= in_hdr;
+        size_t in_hdr = total < hdr_len ? hdr_len - total : 0;
+        if (in_hdr > b->len)
+            in_hdr = b->len;
+        memcpy(hdr + total, b->ptr, in_hdr);
         if (b->len > in_hdr)
             n->tx_iov[niov++] = (struct iovec){ b->ptr + in_hdr, b->len - in_hdr };
-        total += b->len - in_hdr;
+        total += b->len;
     }
-    if (skip) {
+    if (total < hdr_len) {
         *why = "a virtio-net transmit chain shorter than its header";
         return -1;
     }
-    if (total > NET_MAX_FRAME) {
+    if (total - hdr_len > NET_MAX_FRAME) {
         *why = "a virtio-net frame longer than 65550 bytes";
         return -1;
     }
-    if (total == 0)
-        return 0;
-    struct net_hdr h = net_hdr_load(hdr);
-    h.flags &= NET_HDR_F_NEEDS_CSUM;        /* as in tx_all */
-    int r = net_backend_send_chain(n->backend, &h, n->tx_iov, niov, total,
-                                   (uint32_t)n->tx_epoch << 16 | c->head);
-    return r < 0 ? 2 : r;
+    *h = net_hdr_load(hdr);
+    /* 5.1.6.2.1: the driver sets no flag but NEEDS_CSUM; a DATA_VALID it set anyway would
+     * make a TAP's host kernel skip checking the frame: the device ignores it (5.1.6.2.2) */
+    h->flags &= NET_HDR_F_NEEDS_CSUM;
+    *len = total - hdr_len;
+    return niov;
 }
 
 /* A frame net_backend_send_chain() took is done with: its chain goes back to the driver. */
@@ -385,32 +364,27 @@ static void tx_all(struct virtio_net *n)
     bool interrupt = false;
     int r;
     while ((r = vq_pop(q, &n->tx_chain, &why)) > 0) {
-        int held = n->backend && n->backend->ops->send_chain ? tx_in_place(n, &n->tx_chain, &why)
-                                                              : 2;
-        if (held < 0) {
+        struct net_hdr h;
+        size_t len;
+        int niov = tx_split(n, &n->tx_chain, &h, &len, &why);
+        if (niov < 0) {
             r = -1;
             break;
         }
+        /* A backend that copies out of guest RAM itself takes the pieces, and the chain is
+         * returned when it says (sent); the others get the frame gathered. */
+        int held = len && n->backend ? net_backend_send_chain(n->backend, &h, n->tx_iov,
+                                                              (unsigned)niov, len,
+                                                              (uint32_t)n->tx_epoch << 16 |
+                                                              n->tx_chain.head) : 0;
         if (held == 1)
             continue;
-        if (held == 0) {
-            interrupt |= vq_push(q, n->tx_chain.head, 0);
-            continue;
-        }
-        long len = tx_gather(n, &n->tx_chain, &why);
-        if (len < 0) {
-            r = -1;
-            break;
-        }
-        size_t hdr_len = hdr_bytes(n);
-        struct net_hdr h = net_hdr_load(n->tx);
-        /* 5.1.6.2.1: the driver sets no flag but NEEDS_CSUM; a DATA_VALID it set anyway would
-         * make a TAP's host kernel skip checking the frame: the device ignores it (5.1.6.2.2) */
-        h.flags &= NET_HDR_F_NEEDS_CSUM;
         const char *bad;
-        if ((size_t)len > hdr_len && n->backend &&
-            net_backend_send(n->backend, &h, n->tx + hdr_len, (size_t)len - hdr_len, &bad) < 0)
-            tx_dropped(n, bad);
+        if (held < 0) {
+            net_iov_read(n->tx_iov, (unsigned)niov, 0, n->tx, len);
+            if (net_backend_send(n->backend, &h, n->tx, len, &bad) < 0)
+                tx_dropped(n, bad);
+        }
         /* A receive chain the frame's answer found malformed stops the device: this one
          * does not complete either, as in QEMU (virtqueue_fill of a broken device). */
         if (virtio_pci_broken(n->vp))
