@@ -24,6 +24,7 @@
 
 #define HOST_CS32      0x23                   /* the host GDT's 32-bit user code selector */
 #define HOST_CS64      0x33                   /* ... and its 64-bit one */
+#define HOST_DS        0x2b                   /* ... and its user data selector */
 /* The EFLAGS bits guest code may choose: CF PF AF ZF SF TF DF OF NT AC ID (SDM vol. 1, 3.4.3). */
 #define EFLAGS_USER    0x244DD5
 #define EFLAGS_IF      0x200

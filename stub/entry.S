@@ -112,6 +112,24 @@ stub_set_thread_area:
     popq %rbx
     ret
 
+/* A traced hand-off (--syscalls=sysemu, protocol.h): the int3 stops us in the monitor, which
+ * knows this site from READY and continues us after it. */
+    .globl stub_trap, stub_trap_site
+stub_trap:
+    int3
+stub_trap_site:
+    ret
+
+/* --syscalls=sysemu: the monitor points a stub it stopped in guest code here, with the commands
+ * and the guest's registers in the control area (stub.c stub_cmd_c). */
+    .globl stub_cmd_entry
+stub_cmd_entry:
+    movabsq $stub_stack_top, %rsp
+    pushq $2                            /* DF, AC, TF clear for C code */
+    popfq
+    call stub_cmd_c
+    jmp stub_exit64
+
 /* A gate call, from rt_common64 below: guest %eax and the entry are in the control area, %rax
  * is lost, every other register is the guest's, as is the stack (%esp at the return address). */
     .globl stub_gate64

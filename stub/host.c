@@ -19,7 +19,9 @@
 #include <linux/futex.h>
 #include <linux/seccomp.h>
 
+#include "asm.h"
 #include "host.h"
+#include "trace.h"
 #include "x86/xstate.h"
 
 #define POOL_SIZE      2
@@ -52,6 +54,13 @@ static uint32_t stub_spin = 500;
 #define CLOSE_RANGE_CLOEXEC 4
 #endif
 
+/* Where a traced stub (--syscalls=sysemu) is: running, or stopped in ptrace and where. */
+enum stub_stop {
+    STOP_NONE,                          /* running, or asleep in its futex (before the first event) */
+    STOP_HANDOFF,                       /* at its trap site: the event is in the control area */
+    STOP_GUEST,                         /* in guest code: a system call or a preemption; regs say where */
+};
+
 struct stub {
     pid_t pid;
     int pidfd, sock, listener;          /* sock: until READY */
@@ -65,11 +74,16 @@ struct stub {
     struct stub_range map[STUB_MAX_RANGES], unmap[STUB_MAX_RANGES];
     struct stub_tls tls[3];
     struct stub *next;                  /* every stub, for the exit handler */
+    /* --syscalls=sysemu */
+    uint64_t trap_site, cmd_entry;      /* from READY */
+    enum stub_stop stop;
+    struct user_regs_struct stop_regs;  /* STOP_GUEST: the registers at the stop */
 };
 
 extern const char ring3_stub_image[], ring3_stub_image_end[];   /* stub/blob.S */
 
 static int guest_memfd = -1, image_fd = -1;
+static enum stub_syscalls redirect;
 static size_t xsave_size;
 static struct seccomp_notif_sizes notif_sizes;
 static struct stub *pool[POOL_SIZE + 1];     /* started ahead of need: pool[0..npool) */
@@ -244,6 +258,19 @@ static bool wait_ready(struct stub *s)
         goto fail;
     s->map_site = site;
     s->vdso = s->ctl->vdso;
+    if (redirect == STUB_SYSEMU) {
+        why = "it reported no trap site";
+        s->trap_site = s->ctl->trap_site;
+        s->cmd_entry = s->ctl->cmd_entry;
+        if (s->trap_site < STUB_TEXT_ADDR || s->trap_site >= STUB_TEXT_END ||
+            s->cmd_entry < STUB_TEXT_ADDR || s->cmd_entry >= STUB_TEXT_END)
+            goto fail;
+        if (trace_attach(s->pid) != 0) {
+            kill_stub(s);
+            return false;
+        }
+        s->ctl->trap_handoff = 1;
+    }
     s->ready = true;
     return true;
 fail:;
@@ -256,7 +283,7 @@ fail:;
     return false;
 }
 
-int stubs_init(int memfd, size_t xsize)
+int stubs_init(int memfd, size_t xsize, enum stub_syscalls how)
 {
     if (xsize > STUB_FPU_MAX || xsize < 576) {
         fprintf(stderr, "ring3: stubs: an XSAVE image of %zu bytes does not fit the control area\n", xsize);
@@ -268,6 +295,9 @@ int stubs_init(int memfd, size_t xsize)
         fprintf(stderr, "ring3: stubs need seccomp user notification (Linux 5.9 or later): %s\n", strerror(errno));
         return -1;
     }
+    if (how == STUB_SYSEMU && trace_init() != 0)
+        return -1;
+    redirect = how;
     guest_memfd = memfd;
     xsave_size = xsize;
     /* vm.memfd_noexec may ask for MFD_EXEC (Linux 6.3); older kernels reject the flag */
@@ -319,7 +349,9 @@ void stub_destroy(struct stub *s)
     if (!s)
         return;
     kill_stub(s);
-    waitpid(s->pid, NULL, 0);
+    int st;                             /* a traced stub may report a stop before its end */
+    while (waitpid(s->pid, &st, __WALL) == s->pid && !WIFEXITED(st) && !WIFSIGNALED(st))
+        ;
     for (struct stub **p = &all_stubs; *p; p = &(*p)->next)
         if (*p == s) {
             *p = s->next;
@@ -376,6 +408,13 @@ bool stub_queue_ldt(struct stub *s, const struct stub_tls *d)
     return true;
 }
 
+/* Whether a traced stub stopped in its own code, or in 64-bit code (the runtime blob's landing,
+ * or guest code that far-jumped there): a signal there goes to the stub's handler. */
+static bool is_stub_code(const struct user_regs_struct *regs)
+{
+    return regs->cs == HOST_CS64 || (regs->rip >= STUB_TEXT_ADDR && regs->rip < STUB_TEXT_END);
+}
+
 /* ---- seccomp user notifications (seccomp_unotify(2)) ---- */
 
 /* ioctl, again after a host signal: the monitor's own timer (SIGALRM) may
@@ -417,6 +456,20 @@ static void deny_notifications(struct stub *s)
         respond(s->listener, n->id, EPERM);
 }
 
+/* A traced stub on its way to its map site may stop for a signal (a preemption sent before
+ * its last event and still pending): its handler takes it, as it would untraced. 0, or -1
+ * when it is gone or stopped at anything else. */
+static int pass_signal_stops(struct stub *s)
+{
+    struct trace_event te;
+    trace_wait(s->pid, 1, 0, &te);
+    if (te.stop == TRACE_NONE)
+        return 0;
+    if (te.stop != TRACE_SIGNAL || !is_stub_code(&te.regs))
+        return -1;
+    return trace_cont(s->pid, NULL, NULL, 0, te.sig);
+}
+
 /* The checked map hand-off of protocol.h. 0, or -1 (the stub is to be killed). */
 static int serve_map(struct stub *s)
 {
@@ -430,8 +483,10 @@ static int serve_map(struct stub *s)
         bool spinning = now_ns() - start.wall < SPIN_NS;
         if (!spinning && silent_too_long(s, start))
             return -1;
+        if (redirect == STUB_SYSEMU && pass_signal_stops(s) < 0)
+            return -1;
         struct pollfd p[2] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 } };
-        int k = poll(p, 2, spinning ? 0 : (int)(SLICE_NS / 1000000));
+        int k = poll(p, 2, spinning ? 0 : (int)((redirect == STUB_SYSEMU ? SLICE_NS / 10 : SLICE_NS) / 1000000));
         if (k < 0 && errno != EINTR)
             return -1;
         if (k <= 0)
@@ -477,11 +532,11 @@ static void run(struct stub_ctl *c)
         syscall(SYS_futex, &c->state, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
+/* The commands for the stub's next run, into its control area (the registers too). (xsave)
+ * goes with them when not NULL. Returns the command bits. */
+static uint32_t load_commands(struct stub *s, const struct stub_regs *r, const void *xsave)
 {
     struct stub_ctl *c = s->ctl;
-    if (s->dead || !s->ready)
-        return -1;
     uint32_t cmd = 0;
     c->r = *r;
     memcpy(c->unmap, s->unmap, sizeof s->unmap[0] * s->nunmap);
@@ -507,7 +562,72 @@ int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
         cmd |= STUB_CMD_MAP;
     }
     c->cmd = cmd;
-    run(c);
+    return cmd;
+}
+
+/* A traced stub stopped in guest code goes on from (r) without stub code: its registers and
+ * vector state set through ptrace, to its next system call. Only when nothing is queued and
+ * the segment registers are those it stopped with (loading a selector is the stub's work,
+ * entry.S LOADSEL), and NT and ID too, which PTRACE_SETREGS leaves as they were
+ * (arch/x86/kernel/ptrace.c, FLAG_MASK). */
+static bool resume_in_guest(struct stub *s, const struct stub_regs *r, const void *xsave)
+{
+    struct user_regs_struct g = s->stop_regs;
+    const uint64_t sel[6] = { g.es, g.cs, g.ss, g.ds, g.fs, g.gs };
+    if (s->nunmap || s->ntls || s->nldt || s->nmap)
+        return false;
+    for (int i = 0; i < 6; i++)
+        if ((r->sel[i] & 0xFFFF) != sel[i])
+            return false;
+    if ((r->eflags ^ g.eflags) & (EFLAGS_NT | EFLAGS_ID))
+        return false;
+    g.rax = r->regs[0];
+    g.rcx = r->regs[1];
+    g.rdx = r->regs[2];
+    g.rbx = r->regs[3];
+    g.rsp = r->regs[4];
+    g.rbp = r->regs[5];
+    g.rsi = r->regs[6];
+    g.rdi = r->regs[7];
+    g.r8 = g.r9 = g.r10 = g.r11 = g.r12 = g.r13 = g.r14 = g.r15 = 0;
+    g.rip = r->eip;
+    g.eflags = (r->eflags & EFLAGS_USER) | EFLAGS_IF | 2;
+    g.orig_rax = (uint64_t)-1;          /* no system call to restart */
+    s->stop = STOP_NONE;
+    if (trace_sysemu(s->pid, &g, xsave, xsave_size) != 0)
+        kill_stub(s);
+    return true;
+}
+
+int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
+{
+    struct stub_ctl *c = s->ctl;
+    if (s->dead || !s->ready)
+        return -1;
+    if (s->stop == STOP_GUEST && resume_in_guest(s, r, xsave))
+        return s->dead ? -1 : 0;
+    enum stub_stop was = s->stop;
+    /* Stopped in guest code, the stub runs its commands from cmd_entry; the vector state goes
+     * in through ptrace, which also sets it for stub code that never touches it. */
+    uint32_t cmd = load_commands(s, r, was == STOP_GUEST ? NULL : xsave);
+    s->stop = STOP_NONE;
+    if (was == STOP_NONE) {
+        run(c);
+    } else {
+        __atomic_store_n(&c->state, STUB_RUN, __ATOMIC_SEQ_CST);
+        struct user_regs_struct g = s->stop_regs;
+        if (was == STOP_GUEST) {
+            g.rip = s->cmd_entry;
+            g.cs = HOST_CS64;
+            g.ss = HOST_DS;
+            g.eflags = EFLAGS_IF | 2;
+            g.orig_rax = (uint64_t)-1;
+        }
+        if (trace_cont(s->pid, was == STOP_GUEST ? &g : NULL, was == STOP_GUEST ? xsave : NULL, xsave_size, 0) != 0) {
+            kill_stub(s);
+            return -1;
+        }
+    }
     if (cmd & STUB_CMD_MAP) {
         int rc = serve_map(s);
         s->nmap = 0;
@@ -541,11 +661,101 @@ static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
     s->preempted.wall = 0;
 }
 
+/* An event of a traced stub that stopped in guest code (s->stop_regs), as the stub's handler
+ * would have reported it: (sig) with the registers and vector state at the stop. A system
+ * call is reported as the SIGSYS of seccomp's RET_TRAP (SYS_SECCOMP, at the address after
+ * the instruction, %eax the number). */
+static bool guest_stop_event(struct stub *s, int sig, uint32_t eax, struct stub_event *ev, void *xsave)
+{
+    const struct user_regs_struct *g = &s->stop_regs;
+    if (xsave && trace_get_xstate(s->pid, xsave, xsave_size) != 0)
+        return false;
+    if (xsave)
+        xstate_forget_pkru(xsave);
+    memset(ev, 0, sizeof *ev);
+    ev->kind = STUB_EV_SIGNAL;
+    ev->sig = sig;
+    ev->si_code = sig == SIGSYS ? 1 /* SYS_SECCOMP */ : 0;
+    ev->addr = sig == SIGSYS ? g->rip : 0;
+    ev->fsbase = g->fs_base;
+    ev->gsbase = g->gs_base;
+    ev->rip64 = g->rip;
+    const uint64_t regs[8] = { eax, g->rcx, g->rdx, g->rbx, g->rsp, g->rbp, g->rsi, g->rdi };
+    for (int i = 0; i < 8; i++)
+        ev->r.regs[i] = (uint32_t)regs[i];
+    ev->r.eip = (uint32_t)g->rip;
+    ev->r.eflags = (uint32_t)g->eflags;
+    const uint64_t sel[6] = { g->es, g->cs, g->ss, g->ds, g->fs, g->gs };
+    for (int i = 0; i < 6; i++)
+        ev->r.sel[i] = (uint32_t)(sel[i] & 0xFFFF);
+    s->preempted.wall = 0;
+    s->stop = STOP_GUEST;
+    return true;
+}
+
+/* stub_wait of a traced stub: every event is a ptrace stop. */
+static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, struct stub_event *ev, void *xsave)
+{
+    for (bool first = true;; first = false) {
+        uint64_t t = now_ns(), until = t + SLICE_NS;
+        if (deadline_ns && deadline_ns < until)
+            until = deadline_ns;
+        struct trace_event te;
+        trace_wait(s->pid, until, first ? SPIN_NS : 0, &te);
+        s->stop_regs = te.regs;
+        switch (te.stop) {
+        case TRACE_GONE:
+            s->dead = true;
+            return STUB_WAIT_DIED;
+        case TRACE_NONE: {
+            /* a notification outside a map hand-off: guest code jumped to the map site */
+            struct pollfd p = { s->listener, POLLIN, 0 };
+            if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN))
+                deny_notifications(s);
+            if (s->preempted.wall && silent_too_long(s, s->preempted)) {
+                kill_stub(s);
+                return STUB_WAIT_DIED;
+            }
+            return STUB_WAIT_TIMEOUT;
+        }
+        case TRACE_SYSCALL:
+            if (!guest_stop_event(s, SIGSYS, (uint32_t)te.regs.orig_rax, ev, xsave))
+                break;
+            return STUB_WAIT_EVENT;
+        case TRACE_SIGNAL:
+            if (te.sig == SIGTRAP && te.regs.rip == s->trap_site && te.regs.cs == HOST_CS64) {
+                /* the stub's hand-off; the control area holds the event */
+                if (__atomic_load_n(&s->ctl->state, __ATOMIC_ACQUIRE) != STUB_EVENT)
+                    break;
+                s->stop = STOP_HANDOFF;
+                copy_event(s, ev, xsave);
+                return STUB_WAIT_EVENT;
+            }
+            /* seccomp's SIGSYS for a guest system call (%eax rolled back to the number, as
+             * seccomp's RET_TRAP leaves it), and the monitor's preemption, taken at the stop */
+            if ((te.sig == SIGSYS || te.sig == STUB_PREEMPT_SIG) && !is_stub_code(&te.regs)) {
+                if (!guest_stop_event(s, te.sig, (uint32_t)te.regs.rax, ev, xsave))
+                    break;
+                return STUB_WAIT_EVENT;
+            }
+            /* a stub never stops; anything else its handler takes, and then hands off */
+            bool stopping = te.sig == SIGSTOP || te.sig == SIGTSTP || te.sig == SIGTTIN || te.sig == SIGTTOU;
+            if (trace_cont(s->pid, NULL, NULL, 0, stopping ? 0 : te.sig) != 0)
+                break;
+            continue;
+        }
+        kill_stub(s);                   /* broke the protocol, or ptrace failed */
+        return STUB_WAIT_DIED;
+    }
+}
+
 enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stub_event *ev, void *xsave)
 {
     struct stub_ctl *c = s->ctl;
     if (s->dead || !s->ready)
         return STUB_WAIT_DIED;
+    if (redirect == STUB_SYSEMU)
+        return traced_wait(s, deadline_ns, ev, xsave);
     uint64_t t0 = now_ns(), t = t0;
     while (t - t0 < SPIN_NS) {
         for (int i = 0; i < 64; i++) {

@@ -26,11 +26,18 @@ struct stub_event {
     struct stub_regs r;
 };
 
+/* How a guest process's system calls reach the monitor (--syscalls). */
+enum stub_syscalls {
+    STUB_SUD,                   /* seccomp traps them: SIGSYS in the stub, its handler hands off (the default) */
+    STUB_SYSEMU,                /* the monitor traces each stub: a PTRACE_SYSEMU stop (trace.h) */
+};
+
 /* Once, before the first stub: (guest_memfd) is guest physical memory, which
  * a stub maps from; (xsave_size) the size of the XSAVE images exchanged
- * (CPUID.(EAX=0DH,ECX=0):ECX), at most STUB_FPU_MAX. Returns 0, or -1 after
- * printing one line that says why (e.g. no seccomp user notification). */
-int stubs_init(int guest_memfd, size_t xsave_size);
+ * (CPUID.(EAX=0DH,ECX=0):ECX), at most STUB_FPU_MAX; (how) the redirection.
+ * Returns 0, or -1 after printing one line that says why (e.g. no seccomp
+ * user notification). */
+int stubs_init(int guest_memfd, size_t xsave_size, enum stub_syscalls how);
 
 /* A stub ready to run guest code, with nothing in its low 4 GiB but the
  * runtime table. Taken from a pool of stubs started ahead of need; refills

@@ -21,6 +21,13 @@
  *            gate call writes the event and r, state := STUB_EVENT, wakes
  *            the monitor if monitor_sleeps, then waits for STUB_RUN likewise.
  *
+ * Under --syscalls=sysemu (stub/trace.h) the monitor is the stub's ptrace
+ * tracer and sets trap_handoff: the stub then stops at its trap site (int3)
+ * in place of the futex wake, and the monitor, which saw the stop, sets
+ * STUB_RUN and continues it. Guest system calls and the monitor's preemption
+ * reach the monitor as ptrace stops without the stub's help at all; to run
+ * commands after one, the monitor points the stopped stub at cmd_entry.
+ *
  * Mapping. When cmd has STUB_CMD_MAP, the stub, before anything else, makes
  * system call STUB_NR_MAP at its one map site. The seccomp filter sends that
  * call to the monitor (user notification), which is proof that the stub's
@@ -119,6 +126,10 @@ struct stub_ctl {
                                  * kernel's landing pad for a compat-mode sysenter lies (Intel) */
     uint64_t perf_data;         /* the event's si_perf_data (si_code TRAP_PERF: a guest breakpoint slot) */
     uint32_t nldt, pad2;        /* STUB_CMD_LDT: how many of STUB_CTL_LDT's entries to write */
+    uint64_t trap_site;         /* STUB_EV_READY: the address after the int3 of a traced hand-off */
+    uint64_t cmd_entry;         /* STUB_EV_READY: where a traced stub runs its commands, then guest code */
+    uint32_t trap_handoff;      /* set by the monitor once it traces the stub (--syscalls=sysemu) */
+    uint32_t pad3;
 };
 
 _Static_assert(sizeof(struct stub_ctl) <= STUB_FPU_OFF, "the control fields fit below the XSAVE image");

@@ -36,6 +36,8 @@ _Static_assert(offsetof(struct stub_range, prot) == RANGE_PROT, "asm.h");
 /* entry.S */
 extern char rt_blob[], rt_blob_end[], rt_pushf[], rt_popf[], rt_gate32[], rt_gate64[];
 extern char stub_sig_entry[], stub_restorer[], stub_map_syscall[], stub_exit_restart[], stub_exit_end[];
+extern char stub_trap_site[], stub_cmd_entry[];
+void stub_trap(void);
 extern char __stub_start[], __stub_end[];
 void stub_map(void);
 int stub_set_thread_area(uint32_t desc);
@@ -78,7 +80,9 @@ static void futex(volatile uint32_t *w, int op, uint32_t val)
 static void handoff(void)
 {
     __atomic_store_n(&ctl->state, STUB_EVENT, __ATOMIC_SEQ_CST);
-    if (ctl->monitor_sleeps)
+    if (ctl->trap_handoff)
+        stub_trap();                /* a ptrace stop: the monitor sets STUB_RUN before it continues us */
+    else if (ctl->monitor_sleeps)
         futex(&ctl->state, FUTEX_WAKE, 1);
 }
 
@@ -177,6 +181,14 @@ void stub_gate_c(void)
     wait_run();
     if (run_commands() & STUB_CMD_FPU)
         xrstor_ctl();
+}
+
+/* --syscalls=sysemu: the monitor stopped us in guest code (a system call, a preemption) and
+ * pointed us here (entry.S stub_cmd_entry) to run commands; guest code follows from ctl->r. The
+ * vector registers are the guest's: the monitor set them through ptrace. */
+void stub_cmd_c(void)
+{
+    run_commands();
 }
 
 /* A preemption that arrived in stub code: reported as if it had hit the state about to resume. */
@@ -505,6 +517,8 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
     sys3(__NR_close, STUB_FD_SOCK, 0, 0);
 
     ctl->map_site = (uint64_t)stub_map_syscall;
+    ctl->trap_site = (uint64_t)stub_trap_site;
+    ctl->cmd_entry = (uint64_t)stub_cmd_entry;
     clear_event(STUB_EV_READY);
     handoff();
     wait_run();

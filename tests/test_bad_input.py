@@ -343,9 +343,15 @@ def test_flag_with_argument(write):
     ("--stubs", "0", ("--stubs", "1 to 256")),
     ("--stubs", "257", ("--stubs", "1 to 256")),
     ("--stubs", "4x", ("--stubs", "1 to 256")),
+    ("--syscalls", "ptrace", ("--syscalls", "sud", "sysemu")),
 ])
 def test_bad_isolation_options(write, option, value, words):
     assert_one_line_error(run(option, value, write("kernel", good_kernel())), *words)
+
+
+def test_sysemu_needs_stub_processes(write):
+    assert_one_line_error(run("--isolation", "none", "--syscalls", "sysemu", write("kernel", good_kernel())),
+                          "--syscalls sysemu", "--isolation process")
 
 
 def test_bad_serial(write):

@@ -82,9 +82,13 @@ def results(out):
     return {m.group(1): m.group(2) for m in re.finditer(r"^(.+?): ((?:signal|exit) \d+)$", out, re.M)}
 
 
-def test_hostile_process_is_contained(tmp_path):
+@pytest.mark.parametrize("syscalls", ["sud", "sysemu"])
+def test_hostile_process_is_contained(tmp_path, syscalls):
+    """Both ways a stub's system calls reach ring3: its own seccomp trap and hand-off (sud),
+    and ring3 as its ptrace tracer (sysemu), where a jump to the stub's trap site or command
+    entry is one more way in."""
     mark = tmp_path / "mark"
-    shell = Shell()
+    shell = Shell("--syscalls", syscalls)
     try:
         addr = monitor_text(shell.p.pid)
         out = shell.run(f"hostile all {mark} {addr:x}")

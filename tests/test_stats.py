@@ -40,6 +40,9 @@ def test_linux_getpid_counts():
     assert rows[("signal", "int $n or sysenter of a process (SIGSYS)")][0] >= n, rows
     assert rows[("interrupt", "vector 48")][0] > 0, rows
     assert rows[("mmu", "cr3 write (host mappings dropped)")][0] > 0, rows
+    # each call is a hand-off to the process's stub and back (two: the vDSO's and int $0x80)
+    assert rows[("stub", "hand-off, guest code, event (waited)")][0] >= 2 * n, rows
+    assert rows[("stub", "hand-offs carrying a checked map")][0] > 0, rows
     assert all(ms is None or ms >= 0 for _, ms in rows.values()), rows
 
 

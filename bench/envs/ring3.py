@@ -66,3 +66,18 @@ def boot_seconds(*options):
     if not m:
         raise RuntimeError(f"no boot time in --time's output: {err.strip()[-300:]}")
     return float(m.group(1))
+
+
+def with_options(*options, kernel=KERNEL):
+    """prepare, run and boot_seconds of ring3 run with (options) added (and (kernel), when it
+    names one of its own among them), for the environments that are ring3 with an option."""
+    def prepare():
+        return missing(RING3, kernel, INITRAMFS)
+
+    def run(argv, timeout):
+        return _ring3(guest_command(argv), timeout, *options).stdout
+
+    def boot():
+        return boot_seconds(*options)
+
+    return prepare, run, boot

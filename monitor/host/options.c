@@ -27,6 +27,7 @@ enum {
     OPT_STATS,
     OPT_ISOLATION,
     OPT_STUBS,
+    OPT_SYSCALLS,
     OPT_DISK,
     OPT_NET,
     OPT_IKC,
@@ -45,6 +46,7 @@ static const struct option long_options[] = {
     { "stats",      no_argument,       NULL, OPT_STATS },
     { "isolation",  required_argument, NULL, OPT_ISOLATION },
     { "stubs",      required_argument, NULL, OPT_STUBS },
+    { "syscalls",   required_argument, NULL, OPT_SYSCALLS },
     { "disk",       required_argument, NULL, OPT_DISK },
     { "net",        required_argument, NULL, OPT_NET },
     { "ikc",        required_argument, NULL, OPT_IKC },
@@ -109,6 +111,11 @@ static void usage(FILE *out)
             "                       host process of its own, which cannot reach the guest kernel\n"
             "                       or ring3 (process, the default); or in ring3's own process,\n"
             "                       faster but open to a hostile guest process (none)\n"
+            "  --syscalls sud|sysemu\n"
+            "                       how a guest process's system calls leave its host process:\n"
+            "                       a seccomp trap that the process hands to ring3 (sud, the\n"
+            "                       default), or a ptrace stop (sysemu, the paper's\n"
+            "                       PTRACE_SYSEMU; slower here, see bench/RESULTS.md)\n"
             "  --disk FILE[,readonly=on][,snapshot=on]\n"
             "                       a raw disk image as a virtio disk: the first is /dev/vda,\n"
             "                       then vdb.. (up to %u); readonly=on: the guest cannot write;\n"
@@ -167,6 +174,17 @@ static int parse_isolation(const char *arg, struct r3_options *o)
         o->isolation_none = true;
     else
         return bad_input("--isolation '%s' is neither 'process' nor 'none'", arg);
+    return 0;
+}
+
+static int parse_syscalls(const char *arg, struct r3_options *o)
+{
+    if (!strcmp(arg, "sud"))
+        o->sysemu = false;
+    else if (!strcmp(arg, "sysemu"))
+        o->sysemu = true;
+    else
+        return bad_input("--syscalls '%s' is neither 'sud' nor 'sysemu'", arg);
     return 0;
 }
 
@@ -375,6 +393,7 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_STATS: o->stats = true; break;
         case OPT_ISOLATION: err = parse_isolation(optarg, o); break;
         case OPT_STUBS: err = parse_stubs(optarg, o); break;
+        case OPT_SYSCALLS: err = parse_syscalls(optarg, o); break;
         case OPT_DISK: err = parse_disk(optarg, o); break;
         case OPT_NET: err = parse_net(optarg, o); break;
         case OPT_IKC:
@@ -389,6 +408,9 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         if (err)
             return err;
     }
+    if (o->sysemu && o->isolation_none)
+        return bad_input("--syscalls sysemu redirects the system calls of stub processes; "
+                         "it needs --isolation process, not none");
     if (o->net_none && o->nnets)
         return bad_input("--net none and another --net: give one or the other");
     bool served = o->nexports > 0;

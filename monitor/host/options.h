@@ -35,6 +35,7 @@ struct r3_options {
     bool kernel_default;        /* no KERNEL given: the default kernel and initramfs */
     bool isolation_none;        /* --isolation none: guest processes run in this process */
     unsigned stubs;             /* --stubs: address spaces that keep a stub */
+    bool sysemu;                /* --syscalls sysemu: a stub's system calls stop it in ptrace */
     struct disk_spec disks[OPTIONS_MAX_DISKS];  /* --disk, in order: vda, vdb, ... */
     unsigned ndisks;
     struct disk_spec exports[OPTIONS_MAX_DISKS];    /* --disk FILE,export=NAME */

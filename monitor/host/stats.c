@@ -19,7 +19,8 @@ struct counter {
     uint64_t count, ticks;
 };
 
-static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes;
+static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes, handoffs;
+static uint64_t map_requests, pages_mapped;
 static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
 
@@ -53,6 +54,13 @@ static void add(struct counter *c, uint64_t t0)
 void stats_add_gate(unsigned entry, uint64_t t0) { add(&gates[entry % R3_ENTRY_COUNT], t0); }
 void stats_add_signal(enum stat_signal kind, uint64_t t0) { add(&signals[kind], t0); }
 void stats_add_cr3(uint64_t t0) { add(&cr3_writes, t0); }
+void stats_add_handoff(uint64_t t0) { add(&handoffs, t0); }
+
+void stats_add_map_request(unsigned pages)
+{
+    map_requests++;
+    pages_mapped += pages;
+}
 void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
@@ -78,7 +86,8 @@ void stats_report(FILE *f, double seconds_in_all)
     for (unsigned i = 0; i < STAT_SIGNAL_KINDS; i++)
         total += signals[i].ticks;
     fprintf(f, "ring3 stats: %.3f s in all, %.3f s of it in monitor code for these events "
-            "(host signal delivery not included)\n", seconds_in_all, total * ns_per_tick / 1e9);
+            "(host signal delivery not included), %.3f s waiting for stub processes\n",
+            seconds_in_all, total * ns_per_tick / 1e9, handoffs.ticks * ns_per_tick / 1e9);
     fprintf(f, "  %-9s %-42s %10s %10s %9s\n", "kind", "event", "count", "total ms", "mean us");
     for (unsigned i = 0; i < R3_ENTRY_COUNT; i++)
         row(f, "gate", emulate_entry_name(i), gates[i].count, &gates[i].ticks);
@@ -87,6 +96,14 @@ void stats_report(FILE *f, double seconds_in_all)
     for (unsigned i = 0; i < STAT_SIGNAL_KINDS; i++)
         row(f, "signal", signal_names[i], signals[i].count, &signals[i].ticks);
     row(f, "mmu", "cr3 write (host mappings dropped)", cr3_writes.count, &cr3_writes.ticks);
+    /* --isolation=process: each run of a stub, counted from the hand-off to its event, holds
+     * guest code, the host's process switches and the stub's signal handling */
+    row(f, "stub", "hand-off, guest code, event (waited)", handoffs.count, &handoffs.ticks);
+    row(f, "stub", "hand-offs carrying a checked map", map_requests, NULL);
+    if (map_requests) {
+        snprintf(name, sizeof name, "pages mapped by them (%.1f a request)", (double)pages_mapped / map_requests);
+        row(f, "stub", name, pages_mapped, NULL);
+    }
     for (unsigned i = 0; i < 32; i++) {
         snprintf(name, sizeof name, "vector %u", i);
         row(f, "exception", name, exceptions[i], NULL);

@@ -33,6 +33,8 @@ void stats_add_signal(enum stat_signal kind, uint64_t t0);
 void stats_add_exception(unsigned vector);
 void stats_add_interrupt(unsigned vector);
 void stats_add_cr3(uint64_t t0);
+void stats_add_handoff(uint64_t t0);
+void stats_add_map_request(unsigned pages);
 
 /* The start of a timed event: the TSC when --stats is on, else 0 (nothing else is paid). */
 static inline uint64_t stats_start(void) { return stats_enabled ? __rdtsc() : 0; }
@@ -45,6 +47,10 @@ static inline void stats_signal(enum stat_signal k, uint64_t t0) { if (stats_ena
 static inline void stats_exception(unsigned vector) { if (stats_enabled) stats_add_exception(vector); }
 static inline void stats_interrupt(unsigned vector) { if (stats_enabled) stats_add_interrupt(vector); }
 static inline void stats_cr3(uint64_t t0) { if (stats_enabled) stats_add_cr3(t0); }
+/* One run of a stub's guest code, from the hand-off to its event: the wait for another process. */
+static inline void stats_handoff(uint64_t t0) { if (stats_enabled) stats_add_handoff(t0); }
+/* A hand-off that carries a checked map of (pages) pages. */
+static inline void stats_map_request(unsigned pages) { if (stats_enabled) stats_add_map_request(pages); }
 
 /* Print the table to (f): one row per kind seen, with count, total and mean host time. */
 void stats_report(FILE *f, double seconds_in_all);

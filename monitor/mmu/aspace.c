@@ -38,6 +38,7 @@
 #include "monitor/host/host_probe.h"
 #include "monitor/host/run.h"
 #include "monitor/host/signals.h"
+#include "monitor/host/stats.h"
 
 #include "mmu.h"
 #include "paging.h"
@@ -74,11 +75,11 @@ static unsigned nspaces, max_spaces;
 static uint64_t run_clock;
 static bool running_user;
 
-int aspace_init(struct vcpu *v, unsigned max)
+int aspace_init(struct vcpu *v, unsigned max, enum stub_syscalls how)
 {
     size_t xsave_size;
     runtime_xsave(&xsave_size);
-    if (stubs_init(v->gm->fd, xsave_size))
+    if (stubs_init(v->gm->fd, xsave_size, how))
         return -1;
     spaces = calloc(max, sizeof *spaces);
     if (!spaces) {
@@ -226,14 +227,18 @@ static void push_changes(struct vcpu *v, struct aspace *as)
     for (unsigned i = 0; i < as->nunmap; i++)
         stub_queue_unmap(as->stub, as->unmap[i].first << 12, as->unmap[i].end - as->unmap[i].first);
     qsort(as->map, as->nmap, sizeof as->map[0], by_linear);
+    unsigned pages = 0;
     for (unsigned i = 0; i < as->nmap;) {
         unsigned n = 1;
         while (i + n < as->nmap && as->map[i + n].linear == as->map[i].linear + n * 0x1000 &&
                as->map[i + n].phys == as->map[i].phys + n * 0x1000 && as->map[i + n].prot == as->map[i].prot)
             n++;
-        stub_queue_map(as->stub, as->map[i].linear, as->map[i].phys, n, as->map[i].prot);
+        if (stub_queue_map(as->stub, as->map[i].linear, as->map[i].phys, n, as->map[i].prot))
+            pages += n;
         i += n;
     }
+    if (pages)
+        stats_map_request(pages);
     as->nmap = as->nunmap = 0;
     for (unsigned i = 0; i < 3; i++) {
         struct user_desc d;
@@ -356,7 +361,10 @@ void aspace_run_user(struct vcpu *v, void *xsave)
         regs_from_shared(v, &r);
         push_changes(v, as);
         bp_sync(&as->bp, stub_pid(as->stub), v->dr);
-        if (stub_resume(as->stub, &r, xsave) < 0 || !wait_event(v, as, &ev, xsave))
+        uint64_t t0 = stats_start();
+        bool ok = stub_resume(as->stub, &r, xsave) == 0 && wait_event(v, as, &ev, xsave);
+        stats_handoff(t0);
+        if (!ok)
             stub_lost(v, as);
         else
             handle_event(v, as, &ev);

@@ -4,10 +4,18 @@ The kernel spells some instructions as bytes for old assemblers (stac, clac,
 xsaves, monitor, mwait); in executable sections each such list is one
 instruction, which Capstone names in AT&T syntax for the rules to rewrite.
 """
-import capstone
+import functools
 
-_CS = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_32)
-_CS.syntax = capstone.CS_OPT_SYNTAX_ATT
+
+@functools.cache
+def _decoder():
+    """Capstone, loaded on first use: most files have no `.byte` instruction, and Debian's
+    capstone module spends about 0.25 s importing distutils (setuptools), once per file that
+    gcc assembles."""
+    import capstone
+    cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_32)
+    cs.syntax = capstone.CS_OPT_SYNTAX_ATT
+    return cs
 
 
 def _number(tok):
@@ -30,7 +38,7 @@ def decode_single(operands):
     if not values or any(v is None or not 0 <= (v & 0xFF) == v % 256 for v in values):
         return None
     code = bytes(v & 0xFF for v in values)
-    insns = list(_CS.disasm(code, 0))
+    insns = list(_decoder().disasm(code, 0))
     if len(insns) != 1 or insns[0].size != len(code):
         return None
     return insns[0].mnemonic, insns[0].op_str

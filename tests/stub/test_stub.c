@@ -331,7 +331,7 @@ int main(int argc, char **argv)
     fclose(g);
     poke(0, bin, n);
     memcpy(sym, bin, sizeof sym);
-    if (stubs_init(mem, xsave_size) < 0)
+    if (stubs_init(mem, xsave_size, STUB_SUD) < 0)
         return 1;
 
     struct stub *s = new_stub();
