@@ -716,7 +716,10 @@ static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, s
                 kill_stub(s);
                 return STUB_WAIT_DIED;
             }
-            return STUB_WAIT_TIMEOUT;
+            t = now_ns();
+            if ((deadline_ns && t >= deadline_ns) || t < until)
+                return STUB_WAIT_TIMEOUT;   /* the deadline, or a host signal to the monitor */
+            continue;
         }
         case TRACE_SYSCALL:
             if (!guest_stop_event(s, SIGSYS, (uint32_t)te.regs.orig_rax, ev, xsave))

@@ -1,13 +1,17 @@
 """The stub processes of --isolation=process: build/tests/stub/test_stub drives real stubs (stub/host.c)."""
 import subprocess
 
+import pytest
+
 from conftest import BUILD, make
 
 
-def test_stub_driver():
+@pytest.mark.parametrize("syscalls", ["sud", "sysemu"])
+def test_stub_driver(syscalls):
+    """Every check in both ways a stub's system calls reach the monitor (stub/host.h)."""
     make(BUILD / "tests/stub/test_stub")
     path = BUILD / "tests/stub/must-not-exist"
-    r = subprocess.run([str(BUILD / "tests/stub/test_stub"), str(path)],
+    r = subprocess.run([str(BUILD / "tests/stub/test_stub"), str(path), syscalls],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"test_stub failed:\n{r.stdout}\n{r.stderr}"
     assert not path.exists()
