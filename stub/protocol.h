@@ -7,7 +7,10 @@
  * guest memory except between a checked hand-off and the close that follows
  * (see "Mapping" below), and a seccomp filter leaves it a handful of system
  * calls, so guest code that takes it over (64-bit mode, any byte of its code,
- * any registers) reaches nothing but that process's pages.
+ * any registers) reaches nothing but that process's pages. Nor can it leave any
+ * memory of its own behind for the next process that gets this stub (the cache
+ * is keyed by page directory, which the guest kernel reuses): the filter lets
+ * mmap map only STUB_MEMFD, and neither mmap nor munmap touch the runtime area.
  *
  * The control area is a memfd mapping at STUB_CTL_ADDR in the stub and
  * anywhere in the monitor. Guest code can write it at any time, so the
@@ -53,6 +56,8 @@
 #define STUB_FPU_MAX    (STUB_LDT_OFF - STUB_FPU_OFF)
 #define STUB_LDT_MAX    8192u              /* a whole LDT (SDM vol. 3, 3.5.1) */
 #define STUB_MEMFD      100                /* guest memory's descriptor, only while mapping */
+#define STUB_SCRATCH    0xFFFFF000u        /* a page of the runtime area, PROT_NONE but while set_tls
+                                            * writes a descriptor there (i386 pointers are 32-bit) */
 #define STUB_NR_MAP     39                 /* __NR_getpid: the map site's call, sent to the monitor */
 #define STUB_MAX_RANGES 64
 #define STUB_PREEMPT_SIG 10                /* SIGUSR1: the monitor wants the CPU back */

@@ -107,17 +107,16 @@ static void wait_run(void)
 /* ---- commands ---- */
 static void set_tls(void)
 {
-    /* The i386 set_thread_area takes a 32-bit pointer and the stub owns no low memory: borrow
-     * R3_SHARED, which is otherwise never mapped here. */
+    /* The i386 set_thread_area takes a 32-bit pointer, and the stub's only low page of its own
+     * is STUB_SCRATCH, inaccessible (as on hardware) but while this writes it. */
     uint32_t n = ctl->ntls < 3 ? ctl->ntls : 3;
-    if (sys6(__NR_mmap, R3_SHARED, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
-        != (long)R3_SHARED)
+    if (sys3(__NR_mprotect, STUB_SCRATCH, 4096, PROT_READ | PROT_WRITE))
         return;
     for (uint32_t i = 0; i < n; i++) {
-        copy((void *)(uintptr_t)R3_SHARED, &ctl->tls[i], sizeof ctl->tls[i]);
-        stub_set_thread_area(R3_SHARED);
+        copy((void *)(uintptr_t)STUB_SCRATCH, &ctl->tls[i], sizeof ctl->tls[i]);
+        stub_set_thread_area(STUB_SCRATCH);
     }
-    sys3(__NR_munmap, R3_SHARED, 4096, 0);
+    sys3(__NR_mprotect, STUB_SCRATCH, 4096, PROT_NONE);
 }
 
 /* The guest's LDT entries the monitor found changed, at their own indices here (monitor/cpu/ldt.h). */
@@ -329,11 +328,12 @@ int stub_signal(int sig, struct k_siginfo *si, struct k_ucontext *uc)
 }
 
 /* ---- the seccomp filter (seccomp(2), classic BPF over struct seccomp_data) ---- */
-enum { L_NEXT, L_X64, L_SEND, L_LDT, L_RANGE, L_ALLOW, L_KILL, L_TRAP, L_NOTIF, L_N };
+enum { L_NEXT, L_X64, L_SEND, L_LDT, L_SCRATCH, L_RANGE, L_ALLOW, L_KILL, L_TRAP, L_NOTIF, L_N };
 struct ins { uint16_t code; uint8_t jt, jf; uint32_t k; int label; };
 #define LD(off)           { BPF_LD | BPF_W | BPF_ABS, 0, 0, (off), -1 }
 #define JEQ(k, t, f)      { BPF_JMP | BPF_JEQ | BPF_K, t, f, (k), -1 }
 #define JGE(k, t, f)      { BPF_JMP | BPF_JGE | BPF_K, t, f, (k), -1 }
+#define JGT(k, t, f)      { BPF_JMP | BPF_JGT | BPF_K, t, f, (k), -1 }
 #define JSET(k, t, f)     { BPF_JMP | BPF_JSET | BPF_K, t, f, (k), -1 }
 #define RET(k, l)         { BPF_RET | BPF_K, 0, 0, (k), l }
 #define LABEL(l)          { 0xFFFF, 0, 0, 0, l }
@@ -371,8 +371,15 @@ static const struct ins filter_src[] = {
     JEQ(__NR_sendmsg, L_SEND, L_NEXT),
     JEQ(__NR_modify_ldt, L_LDT, L_NEXT),
     JEQ(__NR_munmap, L_RANGE, L_NEXT),
+    JEQ(__NR_mprotect, L_SCRATCH, L_NEXT),
     JEQ(__NR_mmap, L_NEXT, L_KILL),
-    LD(D_ARG_LO(3)), JSET(MAP_FIXED, L_RANGE, L_KILL),
+    /* mmap only of guest memory's descriptor, shared and fixed (stub_map): it exists only in a
+     * map hand-off, so guest code that jumps here maps nothing, and no page the guest kernel
+     * does not know of can stay for the next process of this page directory */
+    LD(D_ARG_HI(3)), JEQ(0, L_NEXT, L_KILL),
+    LD(D_ARG_LO(3)), JEQ(MAP_SHARED | MAP_FIXED, L_NEXT, L_KILL),
+    LD(D_ARG_HI(4)), JEQ(0, L_NEXT, L_KILL),
+    LD(D_ARG_LO(4)), JEQ(STUB_MEMFD, L_RANGE, L_KILL),
     /* sendmsg only on STUB_FD_SOCK, which exists only until start-up closes it */
     LABEL(L_SEND),
     LD(D_ARG_HI(0)), JEQ(0, L_NEXT, L_KILL),
@@ -381,12 +388,21 @@ static const struct ins filter_src[] = {
      * segment of DPL 3, it reaches through the host's own selectors anyway */
     LABEL(L_LDT),
     LD(D_ARG_LO(0)), JEQ(0x11, L_ALLOW, L_KILL),
-    /* addr and len below 4 GiB and addr <= 2^32 - len (32-bit arithmetic: -len) */
+    /* mprotect only of STUB_SCRATCH, to no rights or to read and write (set_tls) */
+    LABEL(L_SCRATCH),
+    LD(D_ARG_HI(0)), JEQ(0, L_NEXT, L_KILL),
+    LD(D_ARG_LO(0)), JEQ(STUB_SCRATCH, L_NEXT, L_KILL),
+    LD(D_ARG_HI(1)), JEQ(0, L_NEXT, L_KILL),
+    LD(D_ARG_LO(1)), JEQ(4096, L_NEXT, L_KILL),
+    LD(D_ARG_LO(2)), JSET(~(uint32_t)(PROT_READ | PROT_WRITE), L_KILL, L_ALLOW),
+    /* addr and len below the runtime area (the stub's table and code, STUB_SCRATCH):
+     * len <= R3_RUNTIME_BASE and addr <= R3_RUNTIME_BASE - len */
     LABEL(L_RANGE),
     LD(D_ARG_HI(0)), JEQ(0, L_NEXT, L_KILL),
     LD(D_ARG_HI(1)), JEQ(0, L_NEXT, L_KILL),
-    LD(D_ARG_LO(1)),
+    LD(D_ARG_LO(1)), JGT(R3_RUNTIME_BASE, L_KILL, L_NEXT),
     { BPF_ALU | BPF_NEG, 0, 0, 0, -1 },
+    { BPF_ALU | BPF_ADD | BPF_K, 0, 0, R3_RUNTIME_BASE, -1 },
     { BPF_MISC | BPF_TAX, 0, 0, 0, -1 },
     LD(D_ARG_LO(0)),
     { BPF_JMP | BPF_JGT | BPF_X, L_KILL, L_ALLOW, 0, -1 },
@@ -478,7 +494,8 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
         if (sys5(__NR_rt_sigaction, sigs[i], &sa, 0, 8, 0))
             die(5);
 
-    /* The runtime area: the table read-only, the code read+exec, nothing at R3_SHARED. */
+    /* The runtime area: the table read-only, the code read+exec, nothing at R3_SHARED, and
+     * STUB_SCRATCH without rights (set_tls). */
     if (sys6(__NR_mmap, R3_TABLE, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
         != (long)R3_TABLE)
         die(6);
@@ -493,6 +510,9 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
         die(6);
     copy((void *)(uintptr_t)R3_CODE, rt_blob, (size_t)(rt_blob_end - rt_blob));
     if (sys3(__NR_mprotect, R3_TABLE, 4096, PROT_READ) || sys3(__NR_mprotect, R3_CODE, code_len, PROT_READ | PROT_EXEC))
+        die(6);
+    if (R3_CODE + code_len > STUB_SCRATCH ||
+        sys6(__NR_mmap, STUB_SCRATCH, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != (long)STUB_SCRATCH)
         die(6);
 
     /* XSAVE size of the features enabled in XCR0 (CPUID.(EAX=0DH,ECX=0):EBX) */

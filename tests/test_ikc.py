@@ -108,8 +108,9 @@ def test_a_member_killed_mid_transfer(group):
     a = member(group, f"{LAN.format(1)}; sleep 600 | nc -l -p 5000 >/dev/null & {REACH.format(4)}; "
                       f"{REACH.format(2)}; sleep 5")
     b = member(group, f"{LAN.format(2)}; {REACH.format(4)}; {REACH.format(1)}; sleep 5")
+    # the first member's listener may start after it answers a ping: connect until it does
     c = member(group, f"{LAN.format(3)}; {REACH.format(1)}; "
-                      "yes 0123456789abcdef | nc 192.168.7.1 5000")
+                      "until yes 0123456789abcdef | nc 192.168.7.1 5000; do sleep 0.2; done")
     ps = [a, b, c]
     try:
         # the transfer is under way once the first member's guest has read a few MiB

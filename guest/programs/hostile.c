@@ -222,6 +222,49 @@ static void jump64(uint32_t lo, uint32_t hi)
         : : "a"(lo), "d"(hi) : "memory");
 }
 
+/* In 64-bit mode: an anonymous page at PLANT_ADDR through the stub's own system call (its
+ * map site, whose address the control area names), written there, then read from 32-bit code.
+ * On hardware there is no page there (SIGSEGV), and the stub's filter must refuse it too: a
+ * page the guest kernel does not know of would stay in the stub, which a later process with
+ * the same page directory gets (the address-space cache), and hand that process our bytes. */
+#define STUB_CTL_MAP_SITE "0x2000000048"     /* stub/protocol.h: STUB_CTL_ADDR + offsetof(map_site) */
+#define PLANT_ADDR 0x30000000u
+static void plant(uint32_t unused1, uint32_t unused2)
+{
+    (void)unused1;
+    (void)unused2;
+    __asm__ volatile(
+        "pushl %%ebx\n"
+        "pushl %%ebp\n"
+        "movl $2f, %%ebp\n"
+        "ljmp $0x33, $1f\n"
+        ".code64\n"
+        "1: movabsq $" STUB_CTL_MAP_SITE ", %%rax\n"
+        "movq (%%rax), %%r12\n"
+        "leaq 3f(%%rip), %%rax\n"
+        "pushq %%rax\n"                 /* the map site's `ret` ... */
+        "pushq $0\n"                    /* ... after its `pop %%rbx` */
+        "movl $0x30000000, %%edi\n"
+        "movl $4096, %%esi\n"
+        "movl $3, %%edx\n"              /* PROT_READ | PROT_WRITE */
+        "movl $0x32, %%r10d\n"          /* MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED */
+        "movq $-1, %%r8\n"
+        "xorl %%r9d, %%r9d\n"
+        "movl $9, %%eax\n"              /* x86-64 mmap */
+        "jmp *%%r12\n"
+        "3: movl $0x504c414e, 0x30000000\n"
+        "movl %%ebp, %%ebp\n"
+        "pushq $0x23\n"
+        "pushq %%rbp\n"
+        "lretq\n"
+        ".code32\n"
+        "2: popl %%ebp\n"
+        "popl %%ebx\n"
+        : : : "eax", "ecx", "edx", "esi", "edi", "memory");
+    printf("read %08x\n", *(volatile uint32_t *)(uintptr_t)PLANT_ADDR);
+    fflush(stdout);
+}
+
 static const struct { const char *name; uint16_t sel; } selectors[] = {
     {"23", 0x23}, {"2b", 0x2b}, {"33", 0x33}, {"63", 0x63}, {"6b", 0x6b}, {"73", 0x73}, {"7b", 0x7b},
 };
@@ -256,6 +299,7 @@ static void all(uint64_t monitor_addr)
     attempt("syscall32 creat", syscall32, 85, 0);
     attempt("int80 creat", int80, 8, 0);
     attempt("sysenter creat", sysenter, 8, 0);
+    attempt("plant", plant, 0, 0);
 }
 
 int main(int argc, char **argv)
