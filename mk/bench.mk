@@ -9,7 +9,8 @@
 #                     (bench/table_net.py: its section of RESULTS.md, results-net.json), then the
 #                     SHIMOS table: the IKC channel, two guests on its switch, a served disk and
 #                     a build on a served root, each beside what it replaces (bench/table_shimos.py)
-#   make bench-quick  each benchmark program once, on ring3 only: a smoke test of the harness
+#   make bench-quick  each benchmark program once on each ring3 mode (default, --isolation=none,
+#                     --syscalls=sysemu): a smoke test of the harness and of the modes
 #
 # The programs (bench/programs/<name>.c) are built for i386 (the guest's initramfs puts them in
 # /usr/bench; they also run natively) and for x86-64 (for a User Mode Linux that cannot run
