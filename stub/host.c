@@ -709,9 +709,7 @@ static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, s
             return STUB_WAIT_DIED;
         case TRACE_NONE: {
             /* a notification outside a map hand-off: guest code jumped to the map site */
-            struct pollfd p = { s->listener, POLLIN, 0 };
-            if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN))
-                deny_notifications(s);
+            deny_notifications(s);
             if (s->preempted.wall && silent_too_long(s, s->preempted)) {
                 kill_stub(s);
                 return STUB_WAIT_DIED;

@@ -166,25 +166,15 @@ static void usage(FILE *out)
             OPTIONS_DEFAULT_STUBS);
 }
 
-static int parse_isolation(const char *arg, struct r3_options *o)
+/* --(option) (arg), one of two words: (off), the default, or (on), which sets *(out). */
+static int parse_either(const char *option, const char *arg, const char *off, const char *on, bool *out)
 {
-    if (!strcmp(arg, "process"))
-        o->isolation_none = false;
-    else if (!strcmp(arg, "none"))
-        o->isolation_none = true;
+    if (!strcmp(arg, off))
+        *out = false;
+    else if (!strcmp(arg, on))
+        *out = true;
     else
-        return bad_input("--isolation '%s' is neither 'process' nor 'none'", arg);
-    return 0;
-}
-
-static int parse_syscalls(const char *arg, struct r3_options *o)
-{
-    if (!strcmp(arg, "sud"))
-        o->sysemu = false;
-    else if (!strcmp(arg, "sysemu"))
-        o->sysemu = true;
-    else
-        return bad_input("--syscalls '%s' is neither 'sud' nor 'sysemu'", arg);
+        return bad_input("--%s '%s' is neither '%s' nor '%s'", option, arg, off, on);
     return 0;
 }
 
@@ -391,9 +381,9 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_CMD: o->cmd = optarg; break;
         case OPT_TIME: o->time = true; break;
         case OPT_STATS: o->stats = true; break;
-        case OPT_ISOLATION: err = parse_isolation(optarg, o); break;
+        case OPT_ISOLATION: err = parse_either("isolation", optarg, "process", "none", &o->isolation_none); break;
         case OPT_STUBS: err = parse_stubs(optarg, o); break;
-        case OPT_SYSCALLS: err = parse_syscalls(optarg, o); break;
+        case OPT_SYSCALLS: err = parse_either("syscalls", optarg, "sud", "sysemu", &o->sysemu); break;
         case OPT_DISK: err = parse_disk(optarg, o); break;
         case OPT_NET: err = parse_net(optarg, o); break;
         case OPT_IKC:
