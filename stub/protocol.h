@@ -41,8 +41,11 @@
  * (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND): the call returns
  * STUB_MEMFD, and any other result means "map nothing". The code after the map site reads only constants and
  * this area: it maps map[0..min(nmap, STUB_MAX_RANGES)) with MAP_SHARED |
- * MAP_FIXED from STUB_MEMFD, closes STUB_MEMFD, and only then goes on. So
- * the descriptor exists only while no guest code can run.
+ * MAP_FIXED from STUB_MEMFD, closes STUB_MEMFD, and only then goes on. A
+ * signal that interrupts that code (guest code may enter the map site with
+ * TF set, and the trap follows the call) is taken by a handler that closes
+ * STUB_MEMFD before it goes back to guest code. So the descriptor exists
+ * only while no guest code can run.
  */
 #ifndef RING3_STUB_PROTOCOL_H
 #define RING3_STUB_PROTOCOL_H

@@ -115,6 +115,34 @@ g_after64:
     hlt
     .code32
 
+/* 6g: a forged event, then, once the monitor answers it with a map, a jump to the map site
+ * (%edi:%esi) with TF set by the iretq, so that a trap interrupts the map code right after
+ * the call (SDM vol. 3, 18.3.1.4: single-step after the instruction that began with TF set) */
+g_forge_tf:
+    ljmp $HOST_CS64, $1f
+    .code64
+1:  movabsq $STUB_CTL_ADDR, %rax
+    movl $STUB_EV_GATE, CTL_KIND(%rax)
+    movl $STUB_EVENT, CTL_STATE(%rax)
+2:  pause
+    cmpl $STUB_RUN, CTL_STATE(%rax)
+    jne 2b
+    movl %esi, %r11d
+    movl %edi, %r12d
+    shlq $32, %r12
+    orq %r11, %r12
+    movl %esp, %esp
+    movq %rsp, %rcx
+    pushq $HOST_DS
+    pushq %rcx
+    pushfq
+    orq $0x100, (%rsp)              /* TF */
+    pushq $HOST_CS64
+    pushq %r12
+    movl $STUB_NR_MAP, %eax
+    iretq
+    .code32
+
 g_probe:
     movl G_FORGE_LIN, %eax
     int $0x80

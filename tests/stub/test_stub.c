@@ -1,5 +1,6 @@
 /* Test driver of the stub processes: a mini-monitor (stub/host.c) runs hand-assembled guest code (guest.S) in stubs. */
 #include <cpuid.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -206,6 +207,21 @@ static struct stub_regs jmp64(uint64_t target, uint32_t rax, uint32_t rdi, uint3
     return r;
 }
 
+/* The descriptors process (pid) holds, as "n n ..." into (buf). */
+static const char *open_fds(int pid, char *buf, size_t size)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", pid);
+    buf[0] = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            snprintf(buf + strlen(buf), size - strlen(buf), "%s%.12s", buf[0] ? " " : "", e->d_name);
+    if (d)
+        closedir(d);
+    return buf;
+}
+
 static void test_hostile(struct stub *s, const char *path)
 {
     poke(G_PATH, path, strlen(path) + 1);
@@ -240,6 +256,25 @@ static void test_hostile(struct stub *s, const char *path)
         w = go(s, &r, NULL, 2000);
         check(is_sig(w, SIGSEGV) && ev.addr == G_FORGE_LIN, "6c nothing was mapped at %#x (SIGSEGV at %#llx)",
               G_FORGE_LIN, (unsigned long long)ev.addr);
+    }
+
+    /* g: a map hand-off to a forged event, whose map code a single-step trap interrupts (SUD
+     * only: under sysemu the monitor takes events at ptrace stops, which guest code cannot forge) */
+    if (how == STUB_SUD) {
+        r = regs_at(sym[S_g_forge_tf]);
+        r.regs[7] = (uint32_t)(stub_map_site(s) >> 32);
+        r.regs[6] = (uint32_t)stub_map_site(s);
+        w = go(s, &r, NULL, 2000);
+        check(w == STUB_WAIT_EVENT && ev.kind == STUB_EV_GATE, "6g forged event: taken as one (wait %d)", w);
+        stub_queue_map(s, G_FORGE_LIN, G_FORGE_GPA, 1, PROT_READ);
+        r = regs_at(sym[S_g_loop]);
+        w = go(s, &r, NULL, 2000);
+        check(is_sig(w, SIGTRAP) && ev.rip64 > stub_map_site(s) && ev.rip64 < stub_map_site(s) + 64,
+              "6g map site entered with TF: the trap in the map code is an event (wait %d, sig %d, rip64 %#llx)", w,
+              ev.sig, (unsigned long long)ev.rip64);
+        char fds[64];
+        check(w == STUB_WAIT_EVENT && !strcmp(open_fds(stub_pid(s), fds, sizeof fds), ""),
+              "6g ... and the handler closed guest memory's descriptor before it (open: '%s')", fds);
     }
 
     /* d: open from stub text */
