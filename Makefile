@@ -13,7 +13,7 @@ JOBS     ?= $(shell nproc)
 
 # Debian packages, installed when missing (tools/install-deps.sh is idempotent and quick when done).
 DEPS := gcc gcc-multilib binutils make python3 python3-pytest python3-capstone libcapstone-dev libslirp-dev \
-        qemu-system-x86 linux-source-6.12 busybox-static:i386 python3-matplotlib \
+        gdb qemu-system-x86 linux-source-6.12 busybox-static:i386 python3-matplotlib \
         bison flex bc libelf-dev libssl-dev cpio xz-utils mmdebstrap arch-test e2fsprogs \
         openssh-client iperf3 iputils-ping passt
 

@@ -1,6 +1,7 @@
 /* System registers: the control and debug registers, LDTR and TR, and the selector queries. */
 #include <string.h>
 
+#include "monitor/gdb/gdbstub.h"
 #include "monitor/host/stats.h"
 #include "monitor/mmu/mmu.h"
 #include "monitor/mmu/paging.h"
@@ -65,6 +66,8 @@ void sysreg_write_cr(struct vcpu *v, unsigned n, uint32_t value)
     default:
         vcpu_raise(v, VEC_UD, NO_ERROR_CODE);
     }
+    if (n != 2)
+        gdb_paging_changed(v);          /* a breakpoint gdb set where nothing was mapped yet */
     TRACE(v, "cr%u <- %08x", n, value);
 }
 

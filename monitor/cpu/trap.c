@@ -5,6 +5,7 @@
 #include "hw/pic.h"
 #include "lib/fail.h"
 #include "machine/platform.h"
+#include "monitor/gdb/gdbstub.h"
 #include "monitor/host/console.h"
 #include "monitor/host/run.h"
 #include "monitor/host/stats.h"
@@ -195,6 +196,9 @@ static void deliver_escalating(struct vcpu *v, unsigned vector, int error, enum 
 void vcpu_take_exception(struct vcpu *v)
 {
     restore_fault_state(v);
+    /* the single step gdb asked for: its stop, not the guest's #DB */
+    if (v->pending_vector == VEC_DB && (v->dr[6] & DR6_BS) && gdb_step_done(v))
+        return;
     deliver_escalating(v, (unsigned)v->pending_vector, v->pending_error, DELIVER_EXC);
 }
 
@@ -257,6 +261,8 @@ void vcpu_iret(struct vcpu *v)
 void vcpu_check_interrupts(struct vcpu *v)
 {
     struct r3_shared *sh = v->sh;
+    if (gdb_holds_interrupts())
+        return;                 /* gdb is stepping: the interrupt waits for its continue */
     if (!v->plat || !pic_intr_pending(v->plat->pic)) {
         sh->pending = 0;
         return;

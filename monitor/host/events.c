@@ -23,6 +23,7 @@
 #include "lib/fail.h"
 #include "machine/platform.h"
 #include "monitor/cpu/vcpu.h"
+#include "monitor/gdb/gdbstub.h"
 
 #include "console.h"
 #include "guest_console.h"
@@ -172,11 +173,12 @@ void events_wait(struct vcpu *v)
         uint64_t now = events_now(), when = platform_next_deadline(v->plat, now);
         /* stdin first (fd -1, which poll skips, while the UART has no room), then the sockets
          * of the network backends */
-        struct pollfd pfd[1 + PLATFORM_IO_MAX_FDS];
+        struct pollfd pfd[2 + PLATFORM_IO_MAX_FDS];
         bool want_input = !input_eof && !input_len && uart_rx_room(v->plat->com1);
         pfd[0] = (struct pollfd){.fd = want_input ? STDIN_FILENO : -1, .events = POLLIN};
         unsigned n = 1;
         platform_io_fill(v->plat, pfd, &n, 1 + PLATFORM_IO_MAX_FDS, &when);
+        pfd[n++] = (struct pollfd){.fd = gdb_fd(), .events = POLLIN};      /* -1: skipped */
         struct timespec ts, *timeout = NULL;
         if (when != PLATFORM_NO_DEADLINE) {
             uint64_t d = when > now ? when - now : 0;
@@ -184,7 +186,7 @@ void events_wait(struct vcpu *v)
             ts.tv_nsec = (long)(d % NS_PER_SEC);
             timeout = &ts;
         }
-        if (!want_input && !timeout && n == 1) {
+        if (!want_input && !timeout && n == 2 && pfd[1].fd < 0) {
             console_restore();
             fprintf(stderr, "ring3: the guest halted waiting for an interrupt that cannot come\n");
             monitor_exit(v, 0);
@@ -198,6 +200,8 @@ void events_wait(struct vcpu *v)
             monitor_exit(v, EXIT_HOST);
         }
         platform_io_dispatch(v->plat);
+        if (pfd[n - 1].fd >= 0 && pfd[n - 1].revents)
+            gdb_poll(v);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "lib/optlist.h"
 #include "lib/version.h"
 #include "memory/guestmem.h"
+#include "monitor/gdb/gdbstub.h"
 
 #include <ctype.h>
 #include <getopt.h>
@@ -31,6 +32,8 @@ enum {
     OPT_DISK,
     OPT_NET,
     OPT_IKC,
+    OPT_GDB,
+    OPT_GDB_WAIT,
 };
 
 /* getopt_long_only also takes each of these with a single dash, as qemu
@@ -50,6 +53,8 @@ static const struct option long_options[] = {
     { "disk",       required_argument, NULL, OPT_DISK },
     { "net",        required_argument, NULL, OPT_NET },
     { "ikc",        required_argument, NULL, OPT_IKC },
+    { "gdb",        required_argument, NULL, OPT_GDB },
+    { "gdb-wait",   no_argument,       NULL, OPT_GDB_WAIT },
     { "help",       no_argument,       NULL, 'h' },
     { "version",    no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
@@ -111,6 +116,13 @@ static void usage(FILE *out)
             "                       host process of its own, which cannot reach the guest kernel\n"
             "                       or ring3 (process, the default); or in ring3's own process,\n"
             "                       faster but open to a hostile guest process (none)\n"
+            "  --gdb tcp:[HOST]:PORT|unix:PATH\n"
+            "                       let gdb attach there (target remote): it stops the guest,\n"
+            "                       reads and writes its registers and memory, sets breakpoints\n"
+            "                       and steps; HOST is 127.0.0.1 when left out\n"
+            "  -s                   --gdb tcp::1234, as qemu\n"
+            "  -S, --gdb-wait       wait for gdb before the guest's first instruction (on\n"
+            "                       tcp::1234 unless --gdb says where)\n"
             "  --syscalls sud|sysemu\n"
             "                       how a guest process's system calls leave its host process:\n"
             "                       a seccomp trap that the process hands to ring3 (sud, the\n"
@@ -351,7 +363,8 @@ static int bad_option(int c, char **argv)
         return bad_input("ambiguous option '%s'; try 'ring3 run --help'", name);
     if (c == ':')
         return bad_input("option '%s' needs an argument; try 'ring3 run --help'", name);
-    if (optopt == OPT_TRACE || optopt == OPT_TIME || optopt == OPT_STATS || optopt == OPT_VERSION || optopt == 'h')
+    if (optopt == OPT_TRACE || optopt == OPT_TIME || optopt == OPT_STATS || optopt == OPT_VERSION || optopt == 'h' ||
+        optopt == OPT_GDB_WAIT)
         return bad_input("option '%s' takes no argument; try 'ring3 run --help'", name);
     return bad_input("unknown option '%s'; try 'ring3 run --help'", name);
 }
@@ -369,7 +382,7 @@ int options_parse(int argc, char **argv, struct r3_options *o)
     opterr = 0;     /* we print our own one-line messages */
     optind = 0;     /* glibc: start afresh, even if getopt ran before */
     /* The leading ':' makes a missing argument return ':' rather than '?'. */
-    while ((c = getopt_long_only(argc, argv, ":m:h", long_options, NULL)) != -1) {
+    while ((c = getopt_long_only(argc, argv, ":m:hsS", long_options, NULL)) != -1) {
         err = 0;
         switch (c) {
         case 'm': err = parse_mem(optarg, o); break;
@@ -391,6 +404,14 @@ int options_parse(int argc, char **argv, struct r3_options *o)
             if (!ikc_name_ok(optarg))
                 return bad_input("--ikc '%s': a group name is 1 to 32 of A-Z a-z 0-9 _ . -", optarg);
             break;
+        case 's': o->gdb = "tcp::1234"; break;
+        case 'S':
+        case OPT_GDB_WAIT: o->gdb_wait = true; break;
+        case OPT_GDB:
+            if (!gdb_spec_valid(optarg))
+                return bad_input("--gdb '%s': give tcp:[HOST]:PORT (e.g. tcp::1234) or unix:PATH", optarg);
+            o->gdb = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;
         default: return bad_option(c, argv);
@@ -398,6 +419,8 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         if (err)
             return err;
     }
+    if (o->gdb_wait && !o->gdb)
+        o->gdb = "tcp::1234";
     if (o->sysemu && o->isolation_none)
         return bad_input("--syscalls sysemu redirects the system calls of stub processes; "
                          "it needs --isolation process, not none");

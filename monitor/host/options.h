@@ -43,6 +43,8 @@ struct r3_options {
     struct net_spec nets[OPTIONS_MAX_NICS];     /* --net, in order: eth0, eth1, ...; */
     unsigned nnets;                             /* none given: one user NIC, as qemu */
     bool net_none;                              /* --net none: no NIC at all */
+    const char *gdb;                            /* --gdb, -s: where gdb attaches; NULL: nowhere */
+    bool gdb_wait;                              /* -S, --gdb-wait: stop before the first instruction */
     const char *ikc;                            /* --ikc NAME: the group of --net ikc, of
                                                  * --disk ikc:NAME and of export=NAME */
 };

@@ -11,6 +11,7 @@
 #include "lib/fail.h"
 #include "machine/platform.h"
 #include "memory/guestmem.h"
+#include "monitor/gdb/gdbstub.h"
 #include "monitor/cpu/cpu_model.h"
 #include "monitor/cpu/emulate.h"
 #include "monitor/cpu/runtime.h"
@@ -53,6 +54,7 @@ _Noreturn void monitor_exit(struct vcpu *v, int status)
      * powered off before the command ended (its own `poweroff`) reports 0. */
     if (v->booting_linux && status == 0 && guest_console_cmd_mode())
         guest_console_cmd_status(&status);
+    gdb_exited(status);
     if (v->report_time) {
         if (v->first_user_ns)
             fprintf(stderr, "ring3: %.3f s to the first guest process, %.3f s in all\n",
@@ -235,6 +237,8 @@ int run_main(int argc, char **argv)
     if (o.serial == R3_SERIAL_STDIO)
         console_raw();
     TRACE(v, "start at %08x, eax %08x ebx %08x", bs.entry, bs.eax, bs.ebx);
+    if (o.gdb && gdb_start(v, o.gdb, o.gdb_wait))
+        return EXIT_HOST;
     events_arm(v);
     seg_publish(v);
     runtime_enter_guest();

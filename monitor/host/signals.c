@@ -32,6 +32,7 @@
 #include "monitor/cpu/runtime.h"
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
+#include "monitor/gdb/gdbstub.h"
 #include "monitor/mmu/aspace.h"
 #include "x86/xstate.h"
 #include "monitor/mmu/mmu.h"
@@ -306,6 +307,8 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
         /* int3 and into are traps: the host already points after them. A breakpoint's
          * SIGTRAP (TRAP_PERF) comes from the host's task work, with the thread's last trap
          * number in the frame, whatever it was. */
+        if (f->code != R3_TRAP_PERF && trapno == TRAP_BP && gdb_breakpoint_hit(v))
+            return;             /* gdb's int3: it had the guest stopped there */
         if (f->code != R3_TRAP_PERF && (trapno == TRAP_BP || trapno == TRAP_OF)) {
             vcpu_soft_int(v, trapno);
             return;
@@ -358,6 +361,7 @@ static void guest_event(struct vcpu *v, const struct host_fault *f)
          * only when the guest next reads it. */
         if (v->cpl == 3)
             events_input(v);
+        gdb_poll(v);
     } else if (v->ac_step && ac_step_end(v, f)) {
         /* the access that took #AC at CPL 0 is done */
     } else if (host_probe_sysenter_returned(f->sysenter_pad, f->sig, f->rip, f->addr,

@@ -1,0 +1,448 @@
+/* A gdb remote stub for the guest (gdbstub.h): the connection, the stop loop, the commands. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gdbstub.h"
+
+#include "memory/guestmem.h"
+#include "monitor/host/console.h"
+#include "monitor/host/run.h"
+#include "monitor/mmu/paging.h"
+
+#include "rsp.h"
+
+#define MAX_BREAKPOINTS 64
+#define SIG_TRAP 5                      /* gdb's signal numbers (GDB manual, "Signals"): SIGTRAP */
+#define SIG_INT  2                      /* ... and SIGINT, for a Ctrl-C stop */
+
+struct breakpoint {
+    uint32_t linear;
+    bool placed;                        /* the int3 is in memory, at phys */
+    uint64_t phys;
+    uint8_t saved;                      /* the byte it replaced */
+};
+
+static int listen_fd = -1;
+static struct rsp conn = { .fd = -1 };
+static bool stepping;                   /* gdb asked for one step; TF is set for it */
+static uint32_t guest_tf;               /* the guest's own TF when the step began */
+static struct breakpoint bps[MAX_BREAKPOINTS];
+static unsigned nbps;
+
+/* ---- the address ---- */
+
+static bool parse_tcp(const char *spec, struct sockaddr_in *a)
+{
+    const char *rest = spec + 4, *colon = strrchr(rest, ':');
+    char host[64] = "127.0.0.1", *end;
+    if (strncmp(spec, "tcp:", 4) || !colon || colon - rest >= (long)sizeof host)
+        return false;
+    if (colon > rest) {
+        memcpy(host, rest, (size_t)(colon - rest));
+        host[colon - rest] = 0;
+    }
+    long port = strtol(colon + 1, &end, 10);
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    return *end == 0 && port > 0 && port < 65536 && inet_pton(AF_INET, host, &a->sin_addr) == 1;
+}
+
+bool gdb_spec_valid(const char *spec)
+{
+    struct sockaddr_in a;
+    if (!strncmp(spec, "unix:", 5))
+        return spec[5] && strlen(spec + 5) < sizeof ((struct sockaddr_un *)0)->sun_path;
+    return parse_tcp(spec, &a);
+}
+
+int gdb_start(struct vcpu *v, const char *spec, bool wait)
+{
+    struct sockaddr_in in;
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    bool unix_socket = !strncmp(spec, "unix:", 5);
+    if (unix_socket)
+        snprintf(un.sun_path, sizeof un.sun_path, "%s", spec + 5);
+    else if (!parse_tcp(spec, &in))
+        return -1;
+    listen_fd = socket(unix_socket ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (listen_fd >= 0 && !unix_socket)
+        setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (unix_socket)
+        unlink(un.sun_path);
+    if (listen_fd < 0 ||
+        bind(listen_fd, unix_socket ? (struct sockaddr *)&un : (struct sockaddr *)&in,
+             unix_socket ? sizeof un : sizeof in) < 0 ||
+        listen(listen_fd, 1) < 0) {
+        fprintf(stderr, "ring3: cannot listen for gdb on %s: %s\n", spec, strerror(errno));
+        return -1;
+    }
+    if (wait) {
+        fprintf(stderr, "ring3: waiting for gdb on %s\n", spec);
+        struct pollfd p = { listen_fd, POLLIN, 0 };
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+            ;
+        gdb_poll(v);
+    }
+    return 0;
+}
+
+int gdb_fd(void)
+{
+    return conn.fd >= 0 ? conn.fd : listen_fd;
+}
+
+/* ---- guest memory, through the page tables in force ---- */
+
+/* The host address of (linear) for gdb, and how many bytes follow it in its page. */
+static uint8_t *guest_byte(struct vcpu *v, uint32_t linear, uint32_t *room, uint64_t *phys)
+{
+    struct walk w;
+    if (paging_walk(v, linear, MMU_READ, false, false, &w))
+        return NULL;
+    *room = 0x1000 - (linear & 0xFFF);
+    *phys = w.phys;
+    return guestmem_ptr(v->gm, w.phys, *room);
+}
+
+static struct breakpoint *find_bp(uint32_t linear)
+{
+    for (unsigned i = 0; i < nbps; i++)
+        if (bps[i].linear == linear)
+            return &bps[i];
+    return NULL;
+}
+
+/* Copies guest memory at [linear, linear + n) to (buf) (write: from it), as it would be without
+ * gdb's int3 bytes. False when a page of it is not mapped. */
+static bool access_memory(struct vcpu *v, uint32_t linear, uint8_t *buf, uint32_t n, bool write)
+{
+    for (uint32_t done = 0; done < n;) {
+        uint32_t room;
+        uint64_t phys;
+        uint8_t *p = guest_byte(v, linear + done, &room, &phys);
+        if (!p)
+            return false;
+        uint32_t k = n - done < room ? n - done : room;
+        for (uint32_t i = 0; i < k; i++) {
+            struct breakpoint *b = find_bp(linear + done + i);
+            uint8_t *at = b && b->placed && b->phys == phys + i ? &b->saved : p + i;
+            if (write)
+                *at = buf[done + i];
+            else
+                buf[done + i] = *at;
+        }
+        done += k;
+    }
+    return true;
+}
+
+/* ---- breakpoints: int3 (0xCC) in guest memory ---- */
+
+static void place(struct vcpu *v, struct breakpoint *b)
+{
+    uint32_t room;
+    uint64_t phys;
+    uint8_t *p = b->placed ? NULL : guest_byte(v, b->linear, &room, &phys);
+    if (!p)
+        return;                         /* placed already, or not mapped yet: at the next paging change */
+    b->saved = *p;
+    b->phys = phys;
+    *p = 0xCC;
+    b->placed = true;
+}
+
+static void unplace(struct vcpu *v, struct breakpoint *b)
+{
+    uint8_t *p = b->placed ? guestmem_ptr(v->gm, b->phys, 1) : NULL;
+    if (p && *p == 0xCC)
+        *p = b->saved;
+    b->placed = false;
+}
+
+static void remove_all(struct vcpu *v)
+{
+    for (unsigned i = 0; i < nbps; i++)
+        unplace(v, &bps[i]);
+    nbps = 0;
+}
+
+void gdb_paging_changed(struct vcpu *v)
+{
+    for (unsigned i = 0; i < nbps; i++)
+        place(v, &bps[i]);
+}
+
+/* ---- registers: gdb's i386 order eax ecx edx ebx esp ebp esi edi eip eflags cs ss ds es fs gs ---- */
+
+static uint32_t eflags_image(struct vcpu *v)
+{
+    uint32_t user = v->sh->eflags & FL_USER;
+    if (stepping)
+        user = (user & ~FL_TF) | guest_tf;
+    return user | (v->sh->vif ? FL_IF : 0) | v->iopl | 2;
+}
+
+static void read_registers(struct vcpu *v, char *out)
+{
+    uint32_t r[16];
+    static const unsigned sreg_order[6] = { SREG_CS, SREG_SS, SREG_DS, SREG_ES, SREG_FS, SREG_GS };
+    memcpy(r, v->sh->regs, 8 * sizeof r[0]);
+    r[8] = v->sh->eip;
+    r[9] = eflags_image(v);
+    for (unsigned i = 0; i < 6; i++)
+        r[10 + i] = v->sreg[sreg_order[i]].sel;
+    rsp_hex(out, r, sizeof r);
+}
+
+/* 'G': the general registers, eip and eflags; segment registers stay as they are. */
+static bool write_registers(struct vcpu *v, const char *in)
+{
+    uint32_t r[10];
+    if (strlen(in) < 2 * sizeof r || !rsp_unhex(r, in, sizeof r))
+        return false;
+    memcpy(v->sh->regs, r, 8 * sizeof r[0]);
+    v->sh->eip = r[8];
+    v->sh->eflags = (v->sh->eflags & ~FL_USER) | (r[9] & FL_USER) | 2;
+    v->sh->vif = (r[9] & FL_IF) != 0;
+    return true;
+}
+
+/* ---- the stop loop ---- */
+
+static void disconnect(struct vcpu *v)
+{
+    remove_all(v);
+    if (stepping)
+        v->sh->eflags = (v->sh->eflags & ~FL_TF) | guest_tf;
+    stepping = false;
+    close(conn.fd);
+    conn.fd = -1;
+}
+
+/* "ADDR,LEN" into (addr, len); the rest after it in *rest. */
+static bool addr_len(const char *s, uint64_t *addr, uint64_t *len, const char **rest)
+{
+    s = rsp_number(s, addr);
+    if (!s || *s != ',' || !(s = rsp_number(s + 1, len)))
+        return false;
+    *rest = s;
+    return *addr <= UINT32_MAX;
+}
+
+/* One command (r->in); its answer into (out). Returns true when the guest is to run again. */
+static bool command(struct vcpu *v, char *in, char *out)
+{
+    uint64_t addr, len;
+    const char *rest;
+    static uint8_t buf[RSP_MAX / 2];
+    out[0] = 0;
+    switch (in[0]) {
+    case '?':
+        sprintf(out, "S%02x", SIG_TRAP);
+        return false;
+    case 'g':
+        read_registers(v, out);
+        return false;
+    case 'G':
+        strcpy(out, write_registers(v, in + 1) ? "OK" : "E01");
+        return false;
+    case 'm':
+        if (!addr_len(in + 1, &addr, &len, &rest) || len > sizeof buf)
+            strcpy(out, "E01");
+        else if (!access_memory(v, (uint32_t)addr, buf, (uint32_t)len, false))
+            strcpy(out, "E14");             /* EFAULT, as gdbserver and QEMU answer */
+        else
+            rsp_hex(out, buf, len);
+        return false;
+    case 'M':
+        if (!addr_len(in + 1, &addr, &len, &rest) || *rest != ':' || len > sizeof buf ||
+            strlen(rest + 1) < 2 * len || !rsp_unhex(buf, rest + 1, len))
+            strcpy(out, "E01");
+        else
+            strcpy(out, access_memory(v, (uint32_t)addr, buf, (uint32_t)len, true) ? "OK" : "E14");
+        return false;
+    case 'Z':
+    case 'z':
+        if (in[1] != '0' || in[2] != ',' || !addr_len(in + 3, &addr, &len, &rest))
+            return false;                   /* hardware breakpoints and watchpoints: unsupported */
+        struct breakpoint *b = find_bp((uint32_t)addr);
+        if (in[0] == 'Z' && !b) {
+            if (nbps == MAX_BREAKPOINTS) {
+                strcpy(out, "E28");         /* ENOSPC */
+                return false;
+            }
+            b = &bps[nbps++];
+            *b = (struct breakpoint){ .linear = (uint32_t)addr };
+            place(v, b);
+        } else if (in[0] == 'z' && b) {
+            unplace(v, b);
+            *b = bps[--nbps];
+        }
+        strcpy(out, "OK");
+        return false;
+    case 'c':
+    case 's':
+    case 'C':
+    case 'S': {
+        /* c [addr], C sig[;addr]: the signal is not the guest's to take, and is dropped */
+        const char *a = in[0] == 'C' || in[0] == 'S' ? strchr(in, ';') : in + 1;
+        if (a && *a == ';')
+            a++;
+        if (a && rsp_number(a, &addr))
+            v->sh->eip = (uint32_t)addr;
+        if (in[0] == 's' || in[0] == 'S') {
+            stepping = true;
+            guest_tf = v->sh->eflags & FL_TF;
+            v->sh->eflags |= FL_TF;
+        }
+        return true;
+    }
+    case 'v':
+        if (!strcmp(in, "vCont?")) {
+            strcpy(out, "vCont;c;C;s;S");
+        } else if (!strncmp(in, "vCont;", 6)) {
+            char act[2] = { in[6], 0 };     /* the first action is for the only thread */
+            if (act[0] == 'c' || act[0] == 'C' || act[0] == 's' || act[0] == 'S') {
+                act[0] = (char)(act[0] | 0x20);
+                return command(v, act, out);
+            }
+        }
+        return false;
+    case 'H':
+    case 'T':
+        strcpy(out, "OK");
+        return false;
+    case 'q':
+        if (!strncmp(in, "qSupported", 10))
+            sprintf(out, "PacketSize=%x", RSP_MAX);
+        else if (!strcmp(in, "qAttached"))
+            strcpy(out, "1");
+        else if (!strcmp(in, "qC"))
+            strcpy(out, "QC1");
+        else if (!strcmp(in, "qfThreadInfo"))
+            strcpy(out, "m1");
+        else if (!strcmp(in, "qsThreadInfo"))
+            strcpy(out, "l");
+        return false;
+    case 'D':
+        strcpy(out, "OK");
+        return true;
+    case 'k':
+        fflush(stdout);
+        console_restore();
+        fprintf(stderr, "ring3: killed by gdb\n");
+        remove_all(v);
+        monitor_exit(v, 0);
+    default:
+        return false;                       /* unknown: the empty answer */
+    }
+}
+
+/* The guest stopped with gdb's signal (sig), which is told to gdb when (announce) (after c or
+ * s; at attach gdb asks with `?`): answer gdb until it lets the guest run again, or goes away
+ * (then the guest runs on, without breakpoints). The monitor's timer waits. */
+static void stop(struct vcpu *v, int sig, bool announce)
+{
+    static char out[2 * RSP_MAX + 8];
+    sigset_t alarm, old;
+    sigemptyset(&alarm);
+    sigaddset(&alarm, SIGALRM);
+    sigprocmask(SIG_BLOCK, &alarm, &old);
+    char reply[8];
+    sprintf(reply, "S%02x", sig);
+    bool ok = !announce || rsp_send(&conn, reply);
+    while (ok && (ok = rsp_read_packet(&conn, false))) {
+        bool run = command(v, (char *)conn.in, out);
+        bool detach = run && conn.in[0] == 'D';
+        if (run && !detach)
+            break;                          /* the answer to c or s is the next stop */
+        ok = rsp_send(&conn, out);
+        if (detach) {
+            disconnect(v);
+            break;
+        }
+    }
+    if (conn.fd >= 0 && !ok)
+        disconnect(v);                      /* gone while the guest stood: it runs on */
+    conn.interrupt = false;                 /* a Ctrl-C while stopped asks for nothing */
+    gdb_paging_changed(v);                  /* what was added while stopped */
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+void gdb_poll(struct vcpu *v)
+{
+    if (listen_fd < 0)
+        return;
+    if (conn.fd < 0) {
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
+        rsp_init(&conn, fd);
+        stop(v, SIG_TRAP, false);           /* gdb finds the guest stopped when it attaches */
+        return;
+    }
+    uint8_t b[256];
+    ssize_t n = recv(conn.fd, b, sizeof b, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        disconnect(v);                      /* gone: the guest runs on */
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++)
+        if (b[i] == 0x03)
+            conn.interrupt = true;
+    if (conn.interrupt) {
+        conn.interrupt = false;
+        stop(v, SIG_INT, true);
+    }
+}
+
+bool gdb_breakpoint_hit(struct vcpu *v)
+{
+    uint32_t at = v->sreg[SREG_CS].base + v->sh->eip - 1;
+    struct breakpoint *b = conn.fd >= 0 ? find_bp(at) : NULL;
+    if (!b || !b->placed)
+        return false;
+    v->sh->eip--;
+    stop(v, SIG_TRAP, true);
+    return true;
+}
+
+bool gdb_step_done(struct vcpu *v)
+{
+    if (!stepping)
+        return false;
+    stepping = false;
+    v->sh->eflags = (v->sh->eflags & ~FL_TF) | guest_tf;
+    v->dr[6] &= ~DR6_BS;
+    if (conn.fd >= 0)
+        stop(v, SIG_TRAP, true);
+    return true;
+}
+
+void gdb_exited(int status)
+{
+    char reply[8];
+    if (conn.fd < 0)
+        return;
+    snprintf(reply, sizeof reply, "W%02x", status & 0xFF);
+    rsp_send(&conn, reply);
+}
+
+bool gdb_holds_interrupts(void)
+{
+    return stepping;
+}

@@ -1,0 +1,142 @@
+"""The gdb stub (--gdb, -s, -S; monitor/gdb/): the system's gdb against the default kernel, and
+the remote protocol's bad input on a raw socket.
+
+gdb runs with -batch on build/guest/vmlinux (its symbols; the kernel has no debug info). What
+gdb prints is checked against the kernel's own symbol table and gdb's own disassembly."""
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, RING3, make, run
+
+VMLINUX = BUILD / "guest" / "vmlinux"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    make(RING3)                         # the default kernel is one of make test's own targets
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(port, command, *options):
+    return subprocess.Popen([str(RING3), "run", "--gdb", f"tcp::{port}", *options, "--cmd", command],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def connect(port):
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=30)
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def symbol(name):
+    out = run(["nm", VMLINUX]).stdout
+    return int(re.search(rf"^([0-9a-f]+) [tT] {name}$", out, re.M).group(1), 16)
+
+
+def packet(data):
+    return b"$" + data + b"#%02x" % (sum(data) % 256)
+
+
+def reply(s):
+    """The next packet's data from the stub, acknowledged; acks before it are dropped."""
+    buf = b""
+    while True:
+        m = re.search(rb"\$([^#]*)#([0-9a-f]{2})", buf)
+        if m:
+            assert int(m.group(2), 16) == sum(m.group(1)) % 256, buf
+            s.sendall(b"+")
+            return m.group(1)
+        chunk = s.recv(65536)
+        assert chunk, f"connection closed; got {buf!r}"
+        buf += chunk
+
+
+def ask(s, data):
+    s.sendall(packet(data))
+    return reply(s)
+
+
+def test_kernel_breakpoint_step_and_exit():
+    """-S: gdb finds the guest at its first instruction; a breakpoint on do_sys_openat2 (set
+    while paging is off, placed once the kernel maps itself) stops `cat /proc/version`; bt names
+    the system call that called it; stepi goes one instruction at a time, as x/4i says; after
+    delete and continue the command's output arrives and gdb hears the guest exit."""
+    port = free_port()
+    p = start(port, "cat /proc/version", "-S")
+    script = ["set pagination off", f"target remote :{port}", "info registers eip",
+              "break do_sys_openat2", "continue", "info registers eip", "bt 2", "x/4i $pc",
+              "stepi", "stepi", "stepi", "info registers eip", "delete", "continue"]
+    g = subprocess.run(["gdb", "-batch", "-nx", *[a for c in script for a in ("-ex", c)], str(VMLINUX)],
+                       capture_output=True, text=True, timeout=120)
+    out, err = p.communicate(timeout=60)
+    log = g.stdout + g.stderr
+    assert p.returncode == 0 and "Linux version 6.12" in out, (out, err, log)
+    entry = re.search(r"^eip\s+0x([0-9a-f]+)", log, re.M)
+    assert entry and int(entry.group(1), 16) == 0x1000000, log     # the bzImage's protected-mode entry
+    target = symbol("do_sys_openat2")
+    assert f"Breakpoint 1, 0x{target:08x} in do_sys_openat2 ()" in log, log
+    assert re.search(r"^#1 .* in __ia32_sys_open(at)? \(\)", log, re.M), log
+    insns = [int(a, 16) for a in re.findall(r"^(?:=> )?\s*0x([0-9a-f]+) <do_sys_openat2(?:\+\d+)?>:", log, re.M)]
+    steps = [int(a, 16) for a in re.findall(r"^0x([0-9a-f]+) in do_sys_openat2 \(\)", log, re.M)]
+    assert len(insns) == 4 and insns[0] == target and steps == insns[1:4], log
+    assert "exited normally" in log, log
+
+
+def test_bad_input_on_the_socket():
+    """Bad sums get `-` and a resend is answered; unknown packets get the empty answer; an
+    unmapped address E14; noise and a 1 MiB packet change nothing; then `c` runs the guest."""
+    port = free_port()
+    p = start(port, "echo still-here", "-S")
+    s = connect(port)
+    assert ask(s, b"?") == b"S05"               # stopped when gdb attaches
+    s.sendall(b"$g#00")
+    assert s.recv(1) == b"-"
+    assert len(ask(s, b"g")) == 16 * 8
+    assert ask(s, b"qThisIsNoPacket") == b""
+    assert ask(s, b"m1,4") != b"" and ask(s, b"mfffff000,4") == b"E14"
+    s.sendall(bytes(range(256)) * 64 + b"$" + b"A" * (1 << 20) + b"#00")
+    assert ask(s, b"?") == b"S05"
+    s.sendall(packet(b"c"))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "still-here" in out, (out, err)
+
+
+def test_ctrl_c_detach_and_a_second_client():
+    """Ctrl-C (0x03) stops a running guest; after D it runs on; a second client attaches,
+    stops it again, and its `c` lets the command finish."""
+    port = free_port()
+    p = start(port, "sleep 3; echo done")
+    s = connect(port)
+    assert ask(s, b"?") == b"S05"
+    s.sendall(packet(b"c"))
+    time.sleep(0.5)
+    s.sendall(b"\x03")
+    assert reply(s) == b"S02"
+    assert ask(s, b"D") == b"OK"
+    s.close()
+    s = connect(port)
+    assert ask(s, b"?") == b"S05"
+    s.sendall(packet(b"c"))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "done" in out, (out, err)
+
+
+@pytest.mark.parametrize("spec", ["tcp:1234", "tcp::0", "tcp::99999", "tcp:nohost:1", "unix:", "serial:x"])
+def test_bad_gdb_address(spec):
+    p = subprocess.run([str(RING3), "run", "--gdb", spec], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--gdb" in p.stderr, p.stderr
