@@ -140,3 +140,13 @@ def test_ctrl_c_detach_and_a_second_client():
 def test_bad_gdb_address(spec):
     p = subprocess.run([str(RING3), "run", "--gdb", spec], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--gdb" in p.stderr, p.stderr
+
+
+def test_gdb_port_in_use():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        p = subprocess.run([str(RING3), "run", "--gdb", f"tcp::{port}", "--cmd", "true"],
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode != 0 and p.stderr == f"ring3: cannot listen for gdb on tcp::{port}: Address already in use\n", p.stderr

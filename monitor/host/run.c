@@ -234,11 +234,12 @@ int run_main(int argc, char **argv)
         fprintf(stderr, "ring3: cannot set up signals and timers: %s\n", strerror(errno));
         return EXIT_HOST;
     }
+    /* before the terminal goes raw: a failure returns, and -S waits here with a message */
+    if (o.gdb && gdb_start(v, o.gdb, o.gdb_wait))
+        return EXIT_HOST;
     if (o.serial == R3_SERIAL_STDIO)
         console_raw();
     TRACE(v, "start at %08x, eax %08x ebx %08x", bs.entry, bs.eax, bs.ebx);
-    if (o.gdb && gdb_start(v, o.gdb, o.gdb_wait))
-        return EXIT_HOST;
     events_arm(v);
     seg_publish(v);
     runtime_enter_guest();
