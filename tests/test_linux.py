@@ -217,6 +217,8 @@ def test_interactive_shell_ctrl_c_and_quit():
         out = read_until(master, b"42", 10)
         if b"# " not in out.split(b"42", 1)[1]:
             read_until(master, b"# ", 10)   # the prompt after 42: the next "# " must be a new one
+        os.write(master, b"\x01h")
+        read_until(master, b"C-a x    exit ring3", 10)
         interrupt_then_quit(p, master, b"sleep 100; echo slept-$((1+1))", b"slept-2")
         assert termios.tcgetattr(slave) == before
 

@@ -60,7 +60,8 @@ static void pump_input(struct vcpu *v)
                 break;
             input_len = (size_t)n;
             if (input_is_stdin) {
-                /* Ctrl-A x ends the run; Ctrl-A Ctrl-A sends one Ctrl-A. */
+                /* Ctrl-A x ends the run; Ctrl-A h lists the escapes; Ctrl-A Ctrl-A sends one
+                 * Ctrl-A (qemu -nographic's keys). */
                 size_t w = 0;
                 for (size_t i = 0; i < input_len; i++) {
                     if (escape_seen) {
@@ -69,6 +70,12 @@ static void pump_input(struct vcpu *v)
                             console_restore();
                             fprintf(stderr, "\nring3: terminated (Ctrl-A x)\n");
                             monitor_exit(v, 0);
+                        }
+                        if (input[i] == 'h' || input[i] == 'H') {
+                            /* the terminal is raw: each line ends in \r\n */
+                            fputs("\r\nC-a h    print this help\r\nC-a x    exit ring3\r\n"
+                                  "C-a C-a  send C-a to the guest\r\n", stderr);
+                            continue;
                         }
                         input[w++] = input[i];
                     } else if (input[i] == ESCAPE_CHAR) {
