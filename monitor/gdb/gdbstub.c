@@ -1,6 +1,5 @@
 /* A gdb remote stub for the guest (gdbstub.h): the connection, the stop loop, the commands. */
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <poll.h>
