@@ -74,13 +74,16 @@ def ask(s, data):
 def test_kernel_breakpoint_step_and_exit():
     """-S: gdb finds the guest at its first instruction; a breakpoint on do_sys_openat2 (set
     while paging is off, placed once the kernel maps itself) stops `cat /proc/version`; bt names
-    the system call that called it; stepi goes one instruction at a time, as x/4i says; after
-    delete and continue the command's output arrives and gdb hears the guest exit."""
+    the system call that called it; finish (at the entry, where gdb finds the frame without
+    debug info) returns to it; at the next open, stepi goes one instruction at a time, as x/4i
+    says; a watchpoint on jiffies stops in do_timer; after delete and continue the command's
+    output arrives and gdb hears the guest exit."""
     port = free_port()
     p = start(port, "cat /proc/version", "-S")
     script = ["set pagination off", f"target remote :{port}", "info registers eip",
-              "break do_sys_openat2", "continue", "info registers eip", "bt 2", "x/4i $pc",
-              "stepi", "stepi", "stepi", "info registers eip", "delete", "continue"]
+              "break do_sys_openat2", "continue", "info registers eip", "bt 2", "finish", "continue",
+              "x/4i $pc", "stepi", "stepi", "stepi", "info registers eip", "monitor info registers",
+              "delete", "watch *(unsigned long *)&jiffies", "continue", "delete", "continue"]
     g = subprocess.run(["gdb", "-batch", "-nx", *[a for c in script for a in ("-ex", c)], str(VMLINUX)],
                        capture_output=True, text=True, timeout=120)
     out, err = p.communicate(timeout=60)
@@ -94,12 +97,20 @@ def test_kernel_breakpoint_step_and_exit():
     insns = [int(a, 16) for a in re.findall(r"^(?:=> )?\s*0x([0-9a-f]+) <do_sys_openat2(?:\+\d+)?>:", log, re.M)]
     steps = [int(a, 16) for a in re.findall(r"^0x([0-9a-f]+) in do_sys_openat2 \(\)", log, re.M)]
     assert len(insns) == 4 and insns[0] == target and steps == insns[1:4], log
+    # gdb's `monitor` is the monitor prompt's command (tests/test_prompt.py)
+    assert re.search(rf"^eip={steps[2]:08x} eflags=[0-9a-f]{{8}} cpl=0$", log, re.M), log
+    # finish: back in the system call that called it (gdb -batch prints only where it stopped)
+    assert re.search(r"^0x[0-9a-f]+ in __ia32_sys_open(at)? \(\)$", log, re.M), log
+    # a write watchpoint (a host perf breakpoint) on jiffies: the next tick's write stops there
+    tick = re.search(r"^Old value = (\d+)\nNew value = (\d+)\n0x[0-9a-f]+ in (\w+) \(\)$", log, re.M)
+    assert tick and int(tick.group(2)) == int(tick.group(1)) + 1 and tick.group(3) == "do_timer", log
     assert "exited normally" in log, log
 
 
 def test_bad_input_on_the_socket():
     """Bad sums get `-` and a resend is answered; unknown packets get the empty answer; an
-    unmapped address E14; noise and a 1 MiB packet change nothing; then `c` runs the guest."""
+    unmapped address E14; watchpoints the debug registers cannot hold E22; `monitor` (qRcmd)
+    runs the prompt's commands; noise and a 1 MiB packet change nothing; then `c` runs the guest."""
     port = free_port()
     p = start(port, "echo still-here", "-S")
     s = connect(port)
@@ -109,6 +120,12 @@ def test_bad_input_on_the_socket():
     assert len(ask(s, b"g")) == 16 * 8
     assert ask(s, b"qThisIsNoPacket") == b""
     assert ask(s, b"m1,4") != b"" and ask(s, b"mfffff000,4") == b"E14"
+    assert ask(s, b"Z1,1000000,1") == b"" and ask(s, b"Z3,1000,4") == b""     # gdb says it cannot
+    assert ask(s, b"Z2,1001,4") == b"E22" and ask(s, b"Z4,1000,3") == b"E22"  # not a DR7 length
+    assert ask(s, b"Z2,1000,4") == b"OK" and ask(s, b"z2,1000,4") == b"OK"
+    assert bytes.fromhex(ask(s, b"qRcmd," + b"info status".hex().encode()).decode()) == \
+        b"the guest is stopped\n"
+    assert ask(s, b"qRcmd,zz") == b"E01"
     s.sendall(bytes(range(256)) * 64 + b"$" + b"A" * (1 << 20) + b"#00")
     assert ask(s, b"?") == b"S05"
     s.sendall(packet(b"c"))

@@ -14,15 +14,18 @@
 #include "gdbstub.h"
 
 #include "memory/guestmem.h"
+#include "monitor/host/breakpoints.h"
 #include "monitor/host/console.h"
 #include "monitor/host/run.h"
 #include "monitor/mmu/paging.h"
+#include "monitor/prompt/commands.h"
 
 #include "rsp.h"
 
 #define MAX_BREAKPOINTS 64
 #define SIG_TRAP 5                      /* gdb's signal numbers (GDB manual, "Signals"): SIGTRAP */
-#define SIG_INT  2                      /* ... and SIGINT, for a Ctrl-C stop */
+#define STOP_TRAP "S05"                 /* the stop replies: a breakpoint or a step */
+#define STOP_INT  "S02"                 /* ... and a Ctrl-C (SIGINT) */
 
 struct breakpoint {
     uint32_t linear;
@@ -37,6 +40,16 @@ static bool stepping;                   /* gdb asked for one step; TF is set for
 static uint32_t guest_tf;               /* the guest's own TF when the step began */
 static struct breakpoint bps[MAX_BREAKPOINTS];
 static unsigned nbps;
+
+/* Z2 (write) and Z4 (access) watchpoints: host perf breakpoints on the monitor's thread, where
+ * the guest kernel runs (and every guest process with --isolation=none); a process in a stub
+ * is not watched. x86 has no read-only watch (SDM vol. 3, 17.2.5), so Z3 is refused. */
+struct watchpoint {
+    uint32_t addr, len;
+    char kind;                          /* '2' or '4'; 0: the slot is free */
+    int fd;
+};
+static struct watchpoint wps[BP_SLOTS];
 
 /* ---- the address ---- */
 
@@ -104,17 +117,6 @@ int gdb_fd(void)
 
 /* ---- guest memory, through the page tables in force ---- */
 
-/* The host address of (linear) for gdb, and how many bytes follow it in its page. */
-static uint8_t *guest_byte(struct vcpu *v, uint32_t linear, uint32_t *room, uint64_t *phys)
-{
-    struct walk w;
-    if (paging_walk(v, linear, MMU_READ, false, false, &w))
-        return NULL;
-    *room = 0x1000 - (linear & 0xFFF);
-    *phys = w.phys;
-    return guestmem_ptr(v->gm, w.phys, *room);
-}
-
 static struct breakpoint *find_bp(uint32_t linear)
 {
     for (unsigned i = 0; i < nbps; i++)
@@ -130,7 +132,7 @@ static bool access_memory(struct vcpu *v, uint32_t linear, uint8_t *buf, uint32_
     for (uint32_t done = 0; done < n;) {
         uint32_t room;
         uint64_t phys;
-        uint8_t *p = guest_byte(v, linear + done, &room, &phys);
+        uint8_t *p = paging_peek(v, linear + done, &phys, &room);
         if (!p)
             return false;
         uint32_t k = n - done < room ? n - done : room;
@@ -153,7 +155,7 @@ static void place(struct vcpu *v, struct breakpoint *b)
 {
     uint32_t room;
     uint64_t phys;
-    uint8_t *p = b->placed ? NULL : guest_byte(v, b->linear, &room, &phys);
+    uint8_t *p = b->placed ? NULL : paging_peek(v, b->linear, &phys, &room);
     if (!p)
         return;                         /* placed already, or not mapped yet: at the next paging change */
     b->saved = *p;
@@ -175,6 +177,42 @@ static void remove_all(struct vcpu *v)
     for (unsigned i = 0; i < nbps; i++)
         unplace(v, &bps[i]);
     nbps = 0;
+    for (unsigned i = 0; i < BP_SLOTS; i++)
+        if (wps[i].kind) {
+            close(wps[i].fd);
+            wps[i].kind = 0;
+        }
+}
+
+/* Z2/Z4 (insert) and z2/z4 at (addr, len): "OK", "E22" for a length or alignment the debug
+ * registers cannot watch (SDM vol. 3, 17.2.5), "E28" when all four are taken. */
+static const char *watch(char kind, bool insert, uint32_t addr, uint64_t len)
+{
+    struct watchpoint *w = NULL, *free_slot = NULL;
+    for (unsigned i = 0; i < BP_SLOTS; i++) {
+        if (wps[i].kind == kind && wps[i].addr == addr && wps[i].len == len)
+            w = &wps[i];
+        if (!wps[i].kind && !free_slot)
+            free_slot = &wps[i];
+    }
+    if (!insert) {
+        if (w) {
+            close(w->fd);
+            w->kind = 0;
+        }
+        return "OK";
+    }
+    if (w)
+        return "OK";
+    if ((len != 1 && len != 2 && len != 4 && len != 8) || addr % len)
+        return "E22";
+    if (!free_slot)
+        return "E28";
+    int fd = bp_open_data(addr, (unsigned)len, kind == '4', BP_GDB_TAG + (uint64_t)(free_slot - wps));
+    if (fd < 0)
+        return "E28";                   /* the host's four are taken, or perf is refused */
+    *free_slot = (struct watchpoint){ .addr = addr, .len = (uint32_t)len, .kind = kind, .fd = fd };
+    return "OK";
 }
 
 void gdb_paging_changed(struct vcpu *v)
@@ -240,6 +278,45 @@ static bool addr_len(const char *s, uint64_t *addr, uint64_t *len, const char **
     return *addr <= UINT32_MAX;
 }
 
+/* qRcmd (gdb's `monitor CMD`): the monitor prompt's command (hex), its output as the answer.
+ * gdb holds the guest here: the prompt's stop and cont are gdb's to give. */
+static void monitor_command(struct vcpu *v, const char *hex, char *out)
+{
+    char line[512], *text = NULL;
+    size_t n = strlen(hex) / 2, len = 0;
+    if (n >= sizeof line || !rsp_unhex(line, hex, n)) {
+        strcpy(out, "E01");
+        return;
+    }
+    line[n] = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        strcpy(out, "E0C");             /* ENOMEM */
+        return;
+    }
+    bool held = prompt_stopped;
+    prompt_stopped = true;              /* for `info status`: gdb has the guest stopped */
+    enum prompt_action a = prompt_command(v, line, f);
+    prompt_stopped = held;
+    if (a == PROMPT_STOP || a == PROMPT_CONT)
+        fputs("gdb holds the guest: its continue and Ctrl-C run and stop it\n", f);
+    fclose(f);
+    if (a == PROMPT_QUIT) {
+        free(text);
+        fflush(stdout);
+        console_restore();
+        fprintf(stderr, "ring3: terminated (monitor quit, from gdb)\n");
+        monitor_exit(v, 0);
+    }
+    if (len > RSP_MAX / 2 - 64)
+        len = RSP_MAX / 2 - 64;         /* hex doubles it; the packet has room for this */
+    if (len)
+        rsp_hex(out, text, len);
+    else
+        strcpy(out, "OK");
+    free(text);
+}
+
 /* One command (r->in); its answer into (out). Returns true when the guest is to run again. */
 static bool command(struct vcpu *v, char *in, char *out)
 {
@@ -274,8 +351,14 @@ static bool command(struct vcpu *v, char *in, char *out)
         return false;
     case 'Z':
     case 'z':
-        if (in[1] != '0' || in[2] != ',' || !addr_len(in + 3, &addr, &len, &rest))
-            return false;                   /* hardware breakpoints and watchpoints: unsupported */
+        if (in[2] != ',' || !addr_len(in + 3, &addr, &len, &rest))
+            return false;
+        if (in[1] == '2' || in[1] == '4') {
+            strcpy(out, watch(in[1], in[0] == 'Z', (uint32_t)addr, len));
+            return false;
+        }
+        if (in[1] != '0')
+            return false;                   /* Z1 and Z3: unsupported, gdb says it cannot */
         struct breakpoint *b = find_bp((uint32_t)addr);
         if (in[0] == 'Z' && !b) {
             if (nbps == MAX_BREAKPOINTS) {
@@ -324,7 +407,9 @@ static bool command(struct vcpu *v, char *in, char *out)
         strcpy(out, "OK");
         return false;
     case 'q':
-        if (!strncmp(in, "qSupported", 10))
+        if (!strncmp(in, "qRcmd,", 6))
+            monitor_command(v, in + 6, out);
+        else if (!strncmp(in, "qSupported", 10))
             sprintf(out, "PacketSize=%x", RSP_MAX);
         else if (!strcmp(in, "qAttached"))
             strcpy(out, "1");
@@ -349,19 +434,17 @@ static bool command(struct vcpu *v, char *in, char *out)
     }
 }
 
-/* The guest stopped with gdb's signal (sig), which is told to gdb when (announce) (after c or
- * s; at attach gdb asks with `?`): answer gdb until it lets the guest run again, or goes away
- * (then the guest runs on, without breakpoints). The monitor's timer waits. */
-static void stop(struct vcpu *v, int sig, bool announce)
+/* The guest stopped; (reply) tells gdb why (after c or s), NULL when gdb is to ask with `?` (at
+ * attach): answer gdb until it lets the guest run again, or goes away (then the guest runs on,
+ * without breakpoints). The monitor's timer waits. */
+static void stop(struct vcpu *v, const char *reply)
 {
     static char out[2 * RSP_MAX + 8];
     sigset_t alarm, old;
     sigemptyset(&alarm);
     sigaddset(&alarm, SIGALRM);
     sigprocmask(SIG_BLOCK, &alarm, &old);
-    char reply[8];
-    sprintf(reply, "S%02x", sig);
-    bool ok = !announce || rsp_send(&conn, reply);
+    bool ok = !reply || rsp_send(&conn, reply);
     while (ok && (ok = rsp_read_packet(&conn, false))) {
         bool run = command(v, (char *)conn.in, out);
         bool detach = run && conn.in[0] == 'D';
@@ -391,7 +474,7 @@ void gdb_poll(struct vcpu *v)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
         rsp_init(&conn, fd);
-        stop(v, SIG_TRAP, false);           /* gdb finds the guest stopped when it attaches */
+        stop(v, NULL);                      /* gdb finds the guest stopped when it attaches */
         return;
     }
     uint8_t b[256];
@@ -405,7 +488,7 @@ void gdb_poll(struct vcpu *v)
             conn.interrupt = true;
     if (conn.interrupt) {
         conn.interrupt = false;
-        stop(v, SIG_INT, true);
+        stop(v, STOP_INT);
     }
 }
 
@@ -416,7 +499,7 @@ bool gdb_breakpoint_hit(struct vcpu *v)
     if (!b || !b->placed)
         return false;
     v->sh->eip--;
-    stop(v, SIG_TRAP, true);
+    stop(v, STOP_TRAP);
     return true;
 }
 
@@ -428,8 +511,18 @@ bool gdb_step_done(struct vcpu *v)
     v->sh->eflags = (v->sh->eflags & ~FL_TF) | guest_tf;
     v->dr[6] &= ~DR6_BS;
     if (conn.fd >= 0)
-        stop(v, SIG_TRAP, true);
+        stop(v, STOP_TRAP);
     return true;
+}
+
+void gdb_watch_hit(struct vcpu *v, uint64_t tag)
+{
+    struct watchpoint *w = &wps[(tag - BP_GDB_TAG) % BP_SLOTS];
+    char reply[40];
+    if (conn.fd < 0 || !w->kind)
+        return;                         /* removed since: the access is not reported */
+    snprintf(reply, sizeof reply, "T%02x%s:%08x;", SIG_TRAP, w->kind == '2' ? "watch" : "awatch", w->addr);
+    stop(v, reply);
 }
 
 void gdb_exited(int status)

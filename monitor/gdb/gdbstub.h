@@ -39,6 +39,10 @@ bool gdb_breakpoint_hit(struct vcpu *v);
  * step (the guest stopped, the trap is not the guest's), false otherwise. */
 bool gdb_step_done(struct vcpu *v);
 
+/* A host perf breakpoint with si_perf_data (tag) (bp_is_gdb) was hit by guest code: gdb's
+ * watchpoint; the guest stops after the access, as on x86 (SDM vol. 3, 17.3.1.2). */
+void gdb_watch_hit(struct vcpu *v, uint64_t tag);
+
 /* Whether interrupts are held back: gdb is stepping. */
 bool gdb_holds_interrupts(void);
 

@@ -42,7 +42,7 @@ static uint64_t slot_want(const uint32_t dr[8], unsigned n)
     return 1ull << 40 | (uint64_t)rw << 36 | (uint64_t)len << 32 | addr;
 }
 
-static int open_breakpoint(int tid, unsigned slot, uint64_t want)
+static int open_breakpoint(int tid, uint64_t tag, uint64_t want)
 {
     unsigned rw = (unsigned)(want >> 36) & 3u, len = (unsigned)(want >> 32) & 0xFu;
     struct perf_event_attr a;
@@ -60,10 +60,16 @@ static int open_breakpoint(int tid, unsigned slot, uint64_t want)
     a.sample_period = 1;
     a.sigtrap = 1;
     a.remove_on_exec = 1;               /* required with sigtrap */
-    a.sig_data = slot;
+    a.sig_data = tag;
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
     return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int bp_open_data(uint32_t addr, unsigned len, bool reads, uint64_t tag)
+{
+    uint64_t rw = reads ? RW_READ_WRITE : RW_WRITE;
+    return open_breakpoint(0, tag, 1ull << 40 | rw << 36 | (uint64_t)len << 32 | addr);
 }
 
 static void close_slot(struct bp_task *t, unsigned n)

@@ -6,6 +6,7 @@
 #define RING3_BREAKPOINTS_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* si_code of a perf event's SIGTRAP (include/uapi/asm-generic/siginfo.h), which Debian 12's
@@ -35,6 +36,16 @@ struct bp_task {
  * enables nothing and nothing is installed. The first time the host refuses, one line on
  * stderr says so; the guest's breakpoints then have no effect. */
 void bp_sync(struct bp_task *t, int tid, const uint32_t dr[8]);
+
+/* gdb's watchpoints (monitor/gdb/) are perf events of the same kind on the monitor's own thread,
+ * where the guest kernel runs: their si_perf_data is BP_GDB_TAG + their number. */
+#define BP_GDB_TAG 0x6764000u
+static inline bool bp_is_gdb(uint64_t perf_data) { return (perf_data & ~0xFFull) == BP_GDB_TAG; }
+
+/* A data breakpoint for the calling thread: after each write (or, with (reads), each read or
+ * write) of host user code to [addr, addr + len), len 1, 2, 4 or 8 and aligned to it, a
+ * SIGTRAP with si_perf_data (tag). Returns its descriptor (close it to remove it), or -1. */
+int bp_open_data(uint32_t addr, unsigned len, bool reads, uint64_t tag);
 
 /* Close what (t) has installed (its task is gone, or is going). */
 void bp_task_close(struct bp_task *t);

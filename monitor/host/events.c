@@ -24,12 +24,13 @@
 #include "machine/platform.h"
 #include "monitor/cpu/vcpu.h"
 #include "monitor/gdb/gdbstub.h"
+#include "monitor/prompt/prompt.h"
 
 #include "console.h"
 #include "guest_console.h"
 #include "run.h"
 
-#define ESCAPE_CHAR 0x01        /* Ctrl-A, then x to quit */
+#define ESCAPE_CHAR 0x01        /* Ctrl-A, then a key for the monitor (escape_key) */
 
 static timer_t host_timer;
 static uint64_t armed_for = UINT64_MAX;     /* the deadline the host timer is set to */
@@ -43,56 +44,81 @@ uint64_t events_now(void)
     return hw_clock_now(&hw_clock_monotonic);
 }
 
-/* Reads host input while the UART has room, keeping what it cannot take yet. */
+/* Ctrl-A then (c), qemu -nographic's keys: x ends the run, h lists the keys, c switches to the
+ * monitor prompt and back. Returns true when (c) is a key for the guest (Ctrl-A Ctrl-A sends
+ * one Ctrl-A; any other key after Ctrl-A goes to the guest as it is). */
+static bool escape_key(struct vcpu *v, uint8_t c)
+{
+    switch (c) {
+    case 'x':
+    case 'X':
+        fflush(stdout);
+        console_restore();
+        fprintf(stderr, "\nring3: terminated (Ctrl-A x)\n");
+        monitor_exit(v, 0);
+    case 'h':
+    case 'H':
+        fputs("\nC-a h    print this help\nC-a x    exit ring3\n"
+              "C-a c    switch between the guest's console and the monitor prompt\n"
+              "C-a C-a  send C-a to the guest\n", stderr);
+        return false;
+    case 'c':
+    case 'C':
+        prompt_switch(v);
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* Reads what the terminal has, never blocking, after the input kept for the UART, taking out
+ * the escapes and the keys typed at the monitor prompt. False when nothing was there. */
+static bool read_terminal(struct vcpu *v)
+{
+    struct pollfd ready = {.fd = STDIN_FILENO, .events = POLLIN};
+    if (input_eof || input_len == sizeof input || poll(&ready, 1, 0) != 1)
+        return false;
+    /* Only what is there: stdin stays blocking (see events_init). */
+    ssize_t n = read(STDIN_FILENO, input + input_len, sizeof input - input_len);
+    if (n == 0)
+        input_eof = true;
+    if (n <= 0)
+        return false;
+    if (!input_is_stdin) {
+        input_len += (size_t)n;
+        return true;
+    }
+    size_t w = input_len, end = input_len + (size_t)n;
+    for (size_t i = input_len; i < end; i++) {
+        uint8_t c = input[i];
+        bool for_guest = escape_seen ? escape_key(v, c) : c != ESCAPE_CHAR;
+        escape_seen = !escape_seen && c == ESCAPE_CHAR;
+        if (!for_guest)
+            continue;
+        if (prompt_on_terminal())
+            prompt_key(v, c);
+        else
+            input[w++] = c;
+    }
+    input_len = w;
+    return true;
+}
+
+/* Reads host input while the UART has room, keeping what it cannot take yet. The monitor
+ * prompt takes its keys whether or not the UART has room. */
 static void pump_input(struct vcpu *v)
 {
     struct uart *u = v->plat->com1;
+    if (prompt_on_terminal())
+        while (read_terminal(v))
+            ;
     while (uart_rx_room(u)) {
-        if (!input_len && !input_eof) {
-            /* Only what is there: stdin stays blocking (see events_init). */
-            struct pollfd ready = {.fd = STDIN_FILENO, .events = POLLIN};
-            if (poll(&ready, 1, 0) != 1)
-                break;
-            ssize_t n = read(STDIN_FILENO, input, sizeof input);
-            if (n == 0)
-                input_eof = true;
-            if (n <= 0)
-                break;
-            input_len = (size_t)n;
-            if (input_is_stdin) {
-                /* Ctrl-A x ends the run; Ctrl-A h lists the escapes; Ctrl-A Ctrl-A sends one
-                 * Ctrl-A (qemu -nographic's keys). */
-                size_t w = 0;
-                for (size_t i = 0; i < input_len; i++) {
-                    if (escape_seen) {
-                        escape_seen = false;
-                        if (input[i] == 'x' || input[i] == 'X') {
-                            console_restore();
-                            fprintf(stderr, "\nring3: terminated (Ctrl-A x)\n");
-                            monitor_exit(v, 0);
-                        }
-                        if (input[i] == 'h' || input[i] == 'H') {
-                            /* the terminal is raw: each line ends in \r\n */
-                            fputs("\r\nC-a h    print this help\r\nC-a x    exit ring3\r\n"
-                                  "C-a C-a  send C-a to the guest\r\n", stderr);
-                            continue;
-                        }
-                        input[w++] = input[i];
-                    } else if (input[i] == ESCAPE_CHAR) {
-                        escape_seen = true;
-                    } else {
-                        input[w++] = input[i];
-                    }
-                }
-                input_len = w;
-            }
-        }
-        if (!input_len)
+        if (!input_len && !read_terminal(v))
             break;
         size_t took = uart_receive(u, input, input_len);
         memmove(input, input + took, input_len - took);
         input_len -= took;
-        if (!took)
+        if (!took && input_len)
             break;
     }
 }
@@ -115,6 +141,21 @@ void events_input(struct vcpu *v)
         last_input_check = now;
         pump_input(v);
     }
+}
+
+void events_tick(struct vcpu *v)
+{
+    /* A process computing: host input (Ctrl-C, Ctrl-A x) reaches the UART now, not only when
+     * the guest next reads it. The kernel gets it when it reads the UART or waits in hlt; the
+     * prompt's keys are taken at once. */
+    if (v->cpl == 3)
+        events_input(v);
+    else if (prompt_on_terminal())
+        while (read_terminal(v))
+            ;
+    gdb_poll(v);
+    prompt_poll(v);
+    events_hold(v);
 }
 
 static void arm_at(uint64_t t)
@@ -181,11 +222,12 @@ void events_wait(struct vcpu *v)
         /* stdin first (fd -1, which poll skips, while the UART has no room), then the sockets
          * of the network backends */
         struct pollfd pfd[2 + PLATFORM_IO_MAX_FDS];
-        bool want_input = !input_eof && !input_len && uart_rx_room(v->plat->com1);
+        bool want_input = !input_eof && ((!input_len && uart_rx_room(v->plat->com1)) || prompt_on_terminal());
         pfd[0] = (struct pollfd){.fd = want_input ? STDIN_FILENO : -1, .events = POLLIN};
         unsigned n = 1;
         platform_io_fill(v->plat, pfd, &n, 1 + PLATFORM_IO_MAX_FDS, &when);
-        pfd[n++] = (struct pollfd){.fd = gdb_fd(), .events = POLLIN};      /* -1: skipped */
+        pfd[n++] = (struct pollfd){.fd = prompt_fd(), .events = POLLIN};   /* -1: skipped */
+        pfd[n++] = (struct pollfd){.fd = gdb_fd(), .events = POLLIN};
         struct timespec ts, *timeout = NULL;
         if (when != PLATFORM_NO_DEADLINE) {
             uint64_t d = when > now ? when - now : 0;
@@ -193,7 +235,7 @@ void events_wait(struct vcpu *v)
             ts.tv_nsec = (long)(d % NS_PER_SEC);
             timeout = &ts;
         }
-        if (!want_input && !timeout && n == 2 && pfd[1].fd < 0) {
+        if (!want_input && !timeout && n == 3 && pfd[1].fd < 0 && pfd[2].fd < 0) {
             console_restore();
             fprintf(stderr, "ring3: the guest halted waiting for an interrupt that cannot come\n");
             monitor_exit(v, 0);
@@ -207,9 +249,43 @@ void events_wait(struct vcpu *v)
             monitor_exit(v, EXIT_HOST);
         }
         platform_io_dispatch(v->plat);
+        if (pfd[n - 2].fd >= 0 && pfd[n - 2].revents)
+            prompt_poll(v);
         if (pfd[n - 1].fd >= 0 && pfd[n - 1].revents)
             gdb_poll(v);
+        events_hold(v);
     }
+}
+
+void events_hold(struct vcpu *v)
+{
+    static bool holding;
+    if (!prompt_stopped || holding)
+        return;
+    holding = true;
+    sigset_t alarm, old;
+    sigemptyset(&alarm);
+    sigaddset(&alarm, SIGALRM);
+    sigprocmask(SIG_BLOCK, &alarm, &old);
+    guest_console_flush();
+    while (prompt_stopped) {
+        struct pollfd pfd[2] = {
+            {.fd = !input_eof && input_len < sizeof input ? STDIN_FILENO : -1, .events = POLLIN},
+            {.fd = prompt_fd(), .events = POLLIN},
+        };
+        if (pfd[0].fd < 0 && pfd[1].fd < 0)
+            break;                      /* no door is left to say cont: run on */
+        if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (pfd[0].revents)
+            read_terminal(v);
+        if (pfd[1].revents)
+            prompt_poll(v);
+    }
+    prompt_stopped = false;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    holding = false;
+    events_arm(v);
 }
 
 int events_init(struct vcpu *v)

@@ -9,10 +9,15 @@
 uint64_t events_now(void);
 void events_poll(struct vcpu *v);          /* advance the devices to now; never blocks */
 void events_input(struct vcpu *v);         /* move waiting host input into the UART */
+/* A timer tick in guest code: host input, gdb, the monitor prompt, and a `stop`'s hold. */
+void events_tick(struct vcpu *v);
 void events_wait(struct vcpu *v);          /* hlt: sleep until an interrupt can be taken */
 void events_arm(struct vcpu *v);           /* arm the host timer for the next device deadline */
 void events_arm_soon(struct vcpu *v);      /* arm it for a moment from now */
-void events_alarm(void);                   /* the host timer fired (signal context) */
+void events_alarm(void);
+/* The monitor's `stop` (prompt_stopped): the guest waits here, the terminal and the --monitor
+ * socket still served, until a `cont`. No device deadline fires meanwhile. */
+void events_hold(struct vcpu *v);                   /* the host timer fired (signal context) */
 int events_init(struct vcpu *v);
 
 #endif

@@ -7,6 +7,7 @@
 #include "lib/version.h"
 #include "memory/guestmem.h"
 #include "monitor/gdb/gdbstub.h"
+#include "monitor/prompt/prompt.h"
 
 #include <ctype.h>
 #include <getopt.h>
@@ -34,6 +35,7 @@ enum {
     OPT_IKC,
     OPT_GDB,
     OPT_GDB_WAIT,
+    OPT_MONITOR,
 };
 
 /* getopt_long_only also takes each of these with a single dash, as qemu
@@ -55,6 +57,7 @@ static const struct option long_options[] = {
     { "ikc",        required_argument, NULL, OPT_IKC },
     { "gdb",        required_argument, NULL, OPT_GDB },
     { "gdb-wait",   no_argument,       NULL, OPT_GDB_WAIT },
+    { "monitor",    required_argument, NULL, OPT_MONITOR },
     { "help",       no_argument,       NULL, 'h' },
     { "version",    no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 },
@@ -123,6 +126,9 @@ static void usage(FILE *out)
             "  -s                   --gdb tcp::1234, as qemu\n"
             "  -S, --gdb-wait       wait for gdb before the guest's first instruction (on\n"
             "                       tcp::1234 unless --gdb says where)\n"
+            "  --monitor unix:PATH  the monitor's commands (info registers, info stats, x,\n"
+            "                       stop, cont, quit; help lists them) on a UNIX socket, as\n"
+            "                       on the terminal after Ctrl-A c; one client at a time\n"
             "  --syscalls sud|sysemu\n"
             "                       how a guest process's system calls leave its host process:\n"
             "                       a seccomp trap that the process hands to ring3 (sud, the\n"
@@ -411,6 +417,11 @@ int options_parse(int argc, char **argv, struct r3_options *o)
             if (!gdb_spec_valid(optarg))
                 return bad_input("--gdb '%s': give tcp:[HOST]:PORT (e.g. tcp::1234) or unix:PATH", optarg);
             o->gdb = optarg;
+            break;
+        case OPT_MONITOR:
+            if (!prompt_spec_valid(optarg))
+                return bad_input("--monitor '%s': give unix:PATH", optarg);
+            o->monitor = optarg;
             break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("ring3 %s\n", RING3_VERSION); return 0;

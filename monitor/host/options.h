@@ -45,6 +45,7 @@ struct r3_options {
     bool net_none;                              /* --net none: no NIC at all */
     const char *gdb;                            /* --gdb, -s: where gdb attaches; NULL: nowhere */
     bool gdb_wait;                              /* -S, --gdb-wait: stop before the first instruction */
+    const char *monitor;                        /* --monitor unix:PATH: the prompt's socket */
     const char *ikc;                            /* --ikc NAME: the group of --net ikc, of
                                                  * --disk ikc:NAME and of export=NAME */
 };

@@ -12,6 +12,7 @@
 #include "machine/platform.h"
 #include "memory/guestmem.h"
 #include "monitor/gdb/gdbstub.h"
+#include "monitor/prompt/prompt.h"
 #include "monitor/cpu/cpu_model.h"
 #include "monitor/cpu/emulate.h"
 #include "monitor/cpu/runtime.h"
@@ -235,7 +236,7 @@ int run_main(int argc, char **argv)
         return EXIT_HOST;
     }
     /* before the terminal goes raw: a failure returns, and -S waits here with a message */
-    if (o.gdb && gdb_start(v, o.gdb, o.gdb_wait))
+    if ((o.monitor && prompt_listen(o.monitor)) || (o.gdb && gdb_start(v, o.gdb, o.gdb_wait)))
         return EXIT_HOST;
     if (o.serial == R3_SERIAL_STDIO)
         console_raw();

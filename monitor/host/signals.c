@@ -150,6 +150,10 @@ static void debug_trap(struct vcpu *v, const struct host_fault *f)
     bool inside;
 
     if (f->code == R3_TRAP_PERF) {
+        if (bp_is_gdb(f->perf_data)) {
+            gdb_watch_hit(v, f->perf_data);
+            return;
+        }
         if (v->cpl != 3 || v->sh->eip >= R3_RUNTIME_BASE)
             return;
         v->dr[6] |= 1u << (f->perf_data % BP_SLOTS);
@@ -357,11 +361,7 @@ static void guest_event(struct vcpu *v, const struct host_fault *f)
         vcpu_take_exception(v);
     } else if (signal_kind == STAT_TIMER) {
         events_poll(v);
-        /* A process computing: host input (Ctrl-C, Ctrl-A x) reaches the UART now, not
-         * only when the guest next reads it. */
-        if (v->cpl == 3)
-            events_input(v);
-        gdb_poll(v);
+        events_tick(v);
     } else if (v->ac_step && ac_step_end(v, f)) {
         /* the access that took #AC at CPL 0 is done */
     } else if (host_probe_sysenter_returned(f->sysenter_pad, f->sig, f->rip, f->addr,
@@ -408,8 +408,9 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
      * access to user memory. The guest's #DB is for its user code only; a data access is
      * done, and the host set RF for an instruction breakpoint. */
     if (sig == SIGTRAP && si->si_code == R3_TRAP_PERF &&
-        !(cs == HOST_CS32 && !runtime_in_stubs(rip) && v->cpl == 3))
-        return interrupted_fsbase;
+        !(cs == HOST_CS32 && !runtime_in_stubs(rip) && v->cpl == 3) &&
+        !(bp_is_gdb(bp_siginfo_data(si)) && in_guest))
+        return interrupted_fsbase;      /* gdb's watchpoints are for guest code, the kernel's too */
     if (sig == SIGTERM || sig == SIGHUP || sig == SIGINT || sig == SIGQUIT) {
         /* Asked to stop from outside: leave the terminal as it was found. */
         fflush(stdout);

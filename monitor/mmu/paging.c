@@ -33,6 +33,16 @@ static void set_entry_flags(struct vcpu *v, uint64_t pa, uint64_t *entry, uint32
 
 #define PAE_ADDR 0x000FFFFFFFFFF000ull     /* bits 51:12 of a PAE entry: the next table or page */
 
+uint8_t *paging_peek(struct vcpu *v, uint32_t linear, uint64_t *phys, uint32_t *room)
+{
+    struct walk w;
+    if (paging_walk(v, linear, MMU_READ, false, false, &w))
+        return NULL;
+    *room = 0x1000 - (linear & 0xFFF);
+    *phys = w.phys;
+    return guestmem_ptr(v->gm, w.phys, *room);
+}
+
 bool paging_load_pdptes(struct vcpu *v)
 {
     if (!paging_pae(v))

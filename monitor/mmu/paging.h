@@ -54,6 +54,11 @@ static inline uint32_t paging_root(const struct vcpu *v)
 int paging_walk(struct vcpu *v, uint32_t linear, enum mmu_access access, bool user, bool commit,
                 struct walk *w);
 
+/* For a debugger's look (gdb, the monitor's x): the host address of the guest byte at (linear)
+ * through the tables in force, as a supervisor read that sets no accessed or dirty flag; NULL
+ * when it is not mapped. (*phys) gets its physical address, (*room) the bytes left in its page. */
+uint8_t *paging_peek(struct vcpu *v, uint32_t linear, uint64_t *phys, uint32_t *room);
+
 /* Under PAE, load the four PDPTE registers from the table CR3 names, as a
  * mov to CR3, or one to CR0 or CR4 that turns PAE paging on or changes PGE
  * or PSE, does (SDM vol. 3, 4.4.1). Returns false, loading nothing, when a
