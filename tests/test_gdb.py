@@ -3,6 +3,7 @@ the remote protocol's bad input on a raw socket.
 
 gdb runs with -batch on build/guest/vmlinux (its symbols; the kernel has no debug info). What
 gdb prints is checked against the kernel's own symbol table and gdb's own disassembly."""
+import gzip
 import re
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from conftest import BUILD, RING3, make, run
 
 VMLINUX = BUILD / "guest" / "vmlinux"
+TESTS = BUILD.parent / "tests"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -104,6 +106,34 @@ def test_kernel_breakpoint_step_and_exit():
     # a write watchpoint (a host perf breakpoint) on jiffies: the next tick's write stops there
     tick = re.search(r"^Old value = (\d+)\nNew value = (\d+)\n0x[0-9a-f]+ in (\w+) \(\)$", log, re.M)
     assert tick and int(tick.group(2)) == int(tick.group(1)) + 1 and tick.group(3) == "do_timer", log
+    assert "exited normally" in log, log
+
+
+@pytest.mark.parametrize("isolation", ["process", "none"])
+def test_user_process_breakpoint(tmp_path, isolation):
+    """A breakpoint at main of a static program (add-symbol-file, with its debug info), set
+    before the program exists: placed when the process maps the page, hit in the process,
+    in both isolation modes; next steps over a call; the program then runs to its end."""
+    target = tmp_path / "target"
+    run(["gcc", "-m32", "-static", "-g", "-O0", "-Wl,-Ttext-segment=0x30000000", "-o", target,
+         TESTS / "data" / "gdb_target.c"])
+    extra = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], input=b"target\n", cwd=tmp_path,
+                           capture_output=True, check=True).stdout
+    initrd = tmp_path / "initrd.gz"       # Linux unpacks concatenated archives one after another
+    initrd.write_bytes((BUILD / "guest" / "initramfs.cpio.gz").read_bytes() + gzip.compress(extra))
+    port = free_port()
+    p = start(port, "/target a b; echo status=$?", "-S", "--isolation", isolation, "--initrd", str(initrd))
+    script = ["set pagination off", f"target remote :{port}", f"add-symbol-file {target}",
+              "break main", "continue", "info registers eip", "next", "delete", "continue"]
+    g = subprocess.run(["gdb", "-batch", "-nx", *[a for c in script for a in ("-ex", c)], str(VMLINUX)],
+                       capture_output=True, text=True, timeout=120)
+    out, err = p.communicate(timeout=60)
+    log = g.stdout + g.stderr
+    main = int(re.search(r"^([0-9a-f]+) T main$", run(["nm", target]).stdout, re.M).group(1), 16)
+    assert re.search(r"^Breakpoint 1, main \(argc=3, argv=0x[0-9a-f]+\) at .*gdb_target.c:\d+$", log, re.M), log
+    assert re.search(rf"^eip\s+0x{main:x}\s", log, re.M), log
+    assert re.search(r"^\d+\s+printf\(\"target argc=%d\\n\", argc\);$", log, re.M), log
+    assert (p.returncode, out) == (0, "target argc=3\nstatus=43\n"), (out, err, log)
     assert "exited normally" in log, log
 
 

@@ -32,6 +32,7 @@ struct breakpoint {
     bool placed;                        /* the int3 is in memory, at phys */
     uint64_t phys;
     uint8_t saved;                      /* the byte it replaced */
+    bool user;                          /* in a page user code can reach: one process's */
 };
 
 static int listen_fd = -1;
@@ -155,11 +156,13 @@ static void place(struct vcpu *v, struct breakpoint *b)
 {
     uint32_t room;
     uint64_t phys;
+    struct walk w;
     uint8_t *p = b->placed ? NULL : paging_peek(v, b->linear, &phys, &room);
     if (!p)
         return;                         /* placed already, or not mapped yet: at the next paging change */
     b->saved = *p;
     b->phys = phys;
+    b->user = !paging_walk(v, b->linear, MMU_READ, true, false, &w);
     *p = 0xCC;
     b->placed = true;
 }
@@ -215,7 +218,18 @@ static const char *watch(char kind, bool insert, uint32_t addr, uint64_t len)
     return "OK";
 }
 
+/* A breakpoint is at a virtual address, in every address space, as QEMU's are. One in a user
+ * page is in the physical page of the address space in force only: it moves at each CR3 write,
+ * and is placed when the running process maps its page. */
 void gdb_paging_changed(struct vcpu *v)
+{
+    for (unsigned i = 0; i < nbps; i++)
+        if (bps[i].user)
+            unplace(v, &bps[i]);
+    gdb_pages_mapped(v);
+}
+
+void gdb_pages_mapped(struct vcpu *v)
 {
     for (unsigned i = 0; i < nbps; i++)
         place(v, &bps[i]);

@@ -49,7 +49,11 @@ bool gdb_holds_interrupts(void);
 /* The run ends with (status): gdb hears that the target exited (W), as from QEMU. */
 void gdb_exited(int status);
 
-/* Paging changed (a CR0, CR3 or CR4 write): place the breakpoints that could not be yet. */
+/* Paging changed (a CR0, CR3 or CR4 write): breakpoints in user pages move to the new address
+ * space, and those that could not be placed yet are, where now mapped. */
 void gdb_paging_changed(struct vcpu *v);
+
+/* The monitor mapped a page for guest code: place the breakpoints the page tables now allow. */
+void gdb_pages_mapped(struct vcpu *v);
 
 #endif

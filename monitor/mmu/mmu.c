@@ -39,6 +39,7 @@
 #include "memory/guestmem.h"
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
+#include "monitor/gdb/gdbstub.h"
 #include "monitor/host/console.h"
 #include "monitor/host/events.h"
 #include "monitor/host/run.h"
@@ -237,6 +238,7 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
         fault_around(v, t, linear);
     else if (w.large && v->cpl == 0)
         fill_large(v, t, linear, &w, prot, glob, priv);
+    gdb_pages_mapped(v);                /* a breakpoint in a page a process maps only now */
     return true;
 }
 
