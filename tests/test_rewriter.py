@@ -387,6 +387,21 @@ def test_byte_lists_in_code_are_rewritten(tmp_path):
     assert text_bytes(obj, ".rodata") == b"\x0f\x01\xca"
 
 
+def test_dwarf_sections_are_data(tmp_path):
+    """What gcc -g writes into .debug_* sections is data, passed through unparsed; code after
+    the way out of them (a .text, a .section, a .previous) is rewritten as ever."""
+    r, obj = assemble("\t.section\t.debug_info,\"\",@progbits\n\t.byte 0x0f, 0x01, 0xca\n"
+                      "\t.string \"cli; hlt\"\n\t.long 0xfa\n\t.text\n\t.byte 0x0f, 0x01, 0xca\n"
+                      "\t.section\t.debug_line,\"\",@progbits\n\t.uleb128 0xfa\n"
+                      "\t.section\t.text.unlikely,\"ax\",@progbits\n\tclac\n", tmp_path)
+    assert r.returncode == 0, r.stderr
+    dump = tmp_path / "debug_info.bin"      # not allocated: -O binary would leave it out
+    subprocess.run(["objcopy", f"--dump-section=.debug_info={dump}", str(obj)], check=True)
+    assert dump.read_bytes() == b"\x0f\x01\xcacli; hlt\x00\xfa\x00\x00\x00"
+    assert decode_site(text_bytes(obj)[:17])[0] == "CLAC"
+    assert decode_site(text_bytes(obj, ".text.unlikely")[:17])[0] == "CLAC"
+
+
 def test_macro_built_and_string_instructions(tmp_path):
     """What gas itself builds (a macro's `\\op`, ALTERNATIVE string arguments) is rewritten too:
     the prelude defines the operand-less ones as macros, strings are rewritten as text."""

@@ -29,6 +29,30 @@ CANDIDATE = re.compile(r"(?<![\w.$%])(?:" + "|".join(map(re.escape, _WORDS)) +
                        r"|\.(?:push|pop)?section|\.previous|\.text\b|\.data\b|\.bss\b", re.I)
 
 
+# A section directive (checked on candidate lines only), and one that enters a DWARF section.
+SECTION_LINE = re.compile(r"\s*\.(?:(?:push|pop)?section|previous|text|data|bss)\b")
+DEBUG_SECTION = re.compile(r"\s*\.(?:push)?section\s+\.debug_")
+# What a line inside a DWARF section must hold to be looked at: a way out of the section, or
+# what changes the comment state or line numbers (parse_candidates relies on seeing those).
+DEBUG_EXIT = re.compile(r"section|\.previous|\.text|\.data|\.bss|/\*|\*/|^\s*#")
+
+
+def candidate_lines(lines):
+    """Indices of the lines worth parsing (CANDIDATE). Lines in a DWARF section (.debug_*) are
+    data gcc wrote for -g, most of a file then, and never code: only a way out is looked for."""
+    out = []
+    in_debug = False
+    search, leaves = CANDIDATE.search, DEBUG_EXIT.search
+    for i, ln in enumerate(lines):
+        if in_debug and not leaves(ln):
+            continue
+        if search(ln):
+            out.append(i)
+            if SECTION_LINE.match(ln):
+                in_debug = DEBUG_SECTION.match(ln) is not None
+    return out
+
+
 PRELUDE_NAMES = {name for names in OPERANDLESS for name in names}
 INSERT_MARKER = ".byte 0x0f, 0xb9, 0xff"   # ud1 %edi,%edi: R3_INSERT_MARKER* in abi.h
 
@@ -127,7 +151,7 @@ def rewrite_lines(lines, filename, mode, args, stats=None, first_line=0):
     """Rewrites a list of lines in place; returns them. Raises RewriteError."""
     if mode == "off":
         return lines
-    candidates = [i for i, ln in enumerate(lines) if CANDIDATE.search(ln)]
+    candidates = candidate_lines(lines)
     if not candidates:
         return lines
     statements = parse_candidates(lines, candidates, filename, first_line)
