@@ -17,7 +17,7 @@ DEPS := gcc gcc-multilib binutils make python3 python3-pytest python3-capstone l
         bison flex bc libelf-dev libssl-dev cpio xz-utils mmdebstrap arch-test e2fsprogs \
         openssh-client iperf3 iputils-ping passt
 
-.PHONY: all deps test run bench clean
+.PHONY: all deps test run gdb bench clean
 all: $(BIN)/ring3 $(BIN)/ring3-as
 
 # Installed while the Makefile is read, so that no rule (even under -j) runs before its tools
@@ -54,3 +54,22 @@ NET ?=
 run: all initramfs $(RUN_DEPS)
 	@$(MAKE) --no-print-directory $(if $(wildcard $(B)/guest/bzImage),GUEST_FORCE=) guest-kernel
 	$(BIN)/ring3 run $(RUN_ARGS) $(if $(NET),--net $(NET))
+
+# The same guest under `ring3 run -S`, and the system's gdb on its vmlinux (debug information,
+# guest/linux/debug.config) with Linux's scripts/gdb loaded (lx-dmesg, lx-ps, ...), connected
+# over a UNIX socket; README, "Debugging the guest kernel". gdb has this terminal: the guest's
+# console goes to build/gdb/console.log. CMD='...': the guest runs it (--cmd) and powers off;
+# GDB_ARGS: more arguments for gdb (e.g. -batch -x FILE). Quitting gdb ends the guest.
+GDB_DIR := $(B)/gdb
+CMD ?=
+GDB_ARGS ?=
+gdb: all initramfs $(RUN_DEPS)
+	@$(MAKE) --no-print-directory $(if $(wildcard $(B)/guest/bzImage),GUEST_FORCE=) guest-kernel
+	@mkdir -p $(GDB_DIR) && rm -f $(GDB_DIR)/gdb.sock
+	@echo "ring3: the guest's console is in $(GDB_DIR)/console.log"
+	@$(BIN)/ring3 run -S --gdb unix:$(GDB_DIR)/gdb.sock --serial file:$(GDB_DIR)/console.log \
+	    $(RUN_ARGS) $(if $(NET),--net $(NET)) $(if $(CMD),--cmd '$(CMD)') </dev/null & ring3=$$!; \
+	  until [ -S $(GDB_DIR)/gdb.sock ] || ! kill -0 $$ring3 2>/dev/null; do sleep 0.05; done; \
+	  gdb -q -iex 'add-auto-load-safe-path $(abspath $(GUEST_DIR)/rewritten)' \
+	      -ex 'target remote $(GDB_DIR)/gdb.sock' $(GDB_ARGS) $(GUEST_DIR)/rewritten/vmlinux; \
+	  status=$$?; kill $$ring3 2>/dev/null; wait $$ring3; exit $$status

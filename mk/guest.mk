@@ -1,9 +1,11 @@
 # The guest Linux kernel, i386, from Debian's linux-source-6.12.
 #
 #   make guest-kernel        build/guest/vmlinux: every object assembled by ring3-as
-#                            (gcc -B build/asbin/), then `ring3 audit`; fails unless clean
-#   make guest-kernel-plain  build/guest/vmlinux-plain: same config, stock `as` (for timing
-#                            and for comparing the rewritten kernel with the original)
+#                            (gcc -B build/asbin/), then `ring3 audit`; fails unless clean;
+#                            with DWARF debug information and Linux's gdb scripts (`make gdb`)
+#   make guest-kernel-plain  build/guest/vmlinux-plain: same config without debug information,
+#                            stock `as` (for timing and for comparing the rewritten kernel with
+#                            the original)
 #   make guest-kernel-insert build/guest/bzImage-insert: same config, ring3-as in insert mode
 #                            (the paper's PE-Insert: sensitive instructions trap, and the
 #                            monitor decodes each), audited with `ring3 audit --insert`
@@ -27,9 +29,15 @@ GUEST_CC_rewritten := gcc -B$(abspath $(B)/asbin)/
 GUEST_CC_plain := gcc
 GUEST_CC_insert := gcc -B$(abspath $(B)/asbin)/ -Wa,--ring3-mode=insert
 GUEST_CC_nopae := $(GUEST_CC_rewritten)
-# The fragments of each variant, merged in order over tinyconfig; check-config.sh checks the last.
+# The fragments of each variant, merged in order over tinyconfig; check-config.sh checks the
+# last (ring3.config alone is checked in the plain and insert variants).
 GUEST_FRAGS_nopae := $(GUEST_FRAG) guest/linux/nopae.config
+# The default kernel has debug information and Linux's gdb scripts (guest/linux/debug.config,
+# `make gdb`); the others, which nobody debugs, are built without (a quarter quicker).
+GUEST_FRAGS_rewritten := $(GUEST_FRAG) guest/linux/debug.config
 guest_frags = $(or $(GUEST_FRAGS_$(1)),$(GUEST_FRAG))
+# Kbuild's targets beyond vmlinux and bzImage: the gdb scripts' vmlinux-gdb.py and constants.
+GUEST_KTARGETS_rewritten := scripts_gdb
 
 # Kbuild for variant $(1), in obj dir $(GUEST_DIR)/$(1). -j only when the parent make has no
 # jobserver to share.
@@ -67,7 +75,7 @@ $(GUEST_DIR)/$(1)/.ring3-config: $(GUEST_SRC)/.ring3-unpacked $(call guest_frags
 
 # vmlinux and bzImage (what `qemu -kernel` takes; its decompressor goes through the same CC).
 $(GUEST_DIR)/$(1)/vmlinux: $(GUEST_DIR)/$(1)/.ring3-config $(GUEST_FORCE)
-	+$$(call guest_kmake,$(1)) vmlinux bzImage
+	+$$(call guest_kmake,$(1)) vmlinux bzImage $(GUEST_KTARGETS_$(1))
 # Made by the same Kbuild run; the empty recipe makes make look at its time again afterwards.
 $(GUEST_DIR)/$(1)/arch/x86/boot/bzImage: $(GUEST_DIR)/$(1)/vmlinux ;
 endef

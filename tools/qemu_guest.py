@@ -1,7 +1,8 @@
 """Run one shell command line in the default guest under QEMU, framed as `ring3 run --cmd`
 frames it (monitor/host/guest_console.c, guest/initramfs/init): the kernel is the plain build of the
-same source and configuration (build/guest/bzImage-plain), the initramfs is the same, and the
-command and its token reach /init as a second cpio archive appended to it.
+same source and configuration, less the debug information (build/guest/bzImage-plain), the
+initramfs is the same, and the command and its token reach /init as a second cpio archive
+appended to it.
 
 Used by tests/test_linux.py (the differential test) and bench/envs/qemu_*.py.
 """
