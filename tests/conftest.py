@@ -1,5 +1,6 @@
 """Shared paths and helpers for the pytest suite (run by `make test`)."""
 import hashlib
+import os
 import pathlib
 import subprocess
 import sys
@@ -7,6 +8,15 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 RING3 = BUILD / "bin" / "ring3"
+# `make soak` sets RING3_SOAK=1: the stress tests run at their long sizes (soak_size).
+SOAK = os.environ.get("RING3_SOAK") == "1"
+
+
+def soak_size(test, soak):
+    """A stress test's size: (test) in `make test`, (soak) in `make soak`. The short one goes
+    through every path the long one does; the long one gives rare interleavings and slow
+    leaks their chance."""
+    return soak if SOAK else test
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tools"))     # qemu_guest: a command in the same guest under QEMU
 
