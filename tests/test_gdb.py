@@ -135,9 +135,10 @@ def test_make_gdb_with_linux_gdb_scripts(tmp_path):
 def test_user_process_breakpoint(tmp_path, isolation):
     """A breakpoint at main of a static program (add-symbol-file, with its debug info), set
     before the program exists: placed when the process maps the page, hit in the process,
-    in both isolation modes; next steps over a call; the program then runs to its end."""
+    in both isolation modes; next steps over a call; at probe(), gdb reads xmm1 and st0 and
+    writes them, and the program prints what it wrote; then it runs to its end."""
     target = tmp_path / "target"
-    run(["gcc", "-m32", "-static", "-g", "-O0", "-Wl,-Ttext-segment=0x30000000", "-o", target,
+    run(["gcc", "-m32", "-msse2", "-static", "-g", "-O0", "-Wl,-Ttext-segment=0x30000000", "-o", target,
          TESTS / "data" / "gdb_target.c"])
     extra = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], input=b"target\n", cwd=tmp_path,
                            capture_output=True, check=True).stdout
@@ -146,7 +147,9 @@ def test_user_process_breakpoint(tmp_path, isolation):
     port = free_port()
     p = start(port, "/target a b; echo status=$?", "-S", "--isolation", isolation, "--initrd", str(initrd))
     script = ["set pagination off", f"target remote :{port}", f"add-symbol-file {target}",
-              "break main", "continue", "info registers eip", "next", "delete", "continue"]
+              "break main", "continue", "info registers eip", "next", "delete", "break probe",
+              "continue", "p/x $xmm1.v4_int32", "p $st0", "info registers ftag", "set $xmm1.v4_int32[0] = 42",
+              "set $st0 = 2.5", "delete", "continue"]
     g = subprocess.run(["gdb", "-batch", "-nx", *[a for c in script for a in ("-ex", c)], str(VMLINUX)],
                        capture_output=True, text=True, timeout=120)
     out, err = p.communicate(timeout=60)
@@ -155,7 +158,12 @@ def test_user_process_breakpoint(tmp_path, isolation):
     assert re.search(r"^Breakpoint 1, main \(argc=3, argv=0x[0-9a-f]+\) at .*gdb_target.c:\d+$", log, re.M), log
     assert re.search(rf"^eip\s+0x{main:x}\s", log, re.M), log
     assert re.search(r"^\d+\s+printf\(\"target argc=%d\\n\", argc\);$", log, re.M), log
-    assert (p.returncode, out) == (0, "target argc=3\nstatus=43\n"), (out, err, log)
+    # the x87 and SSE registers (the target description's): read, then written
+    assert "$1 = {0x11111111, 0x22222222, 0x33333333, 0x44444444}" in log, log
+    assert "$2 = 3.14159265358979323851" in log, log
+    assert re.search(r"^ftag\s+0x3fff\s", log, re.M), log     # fldpi: R7 valid (TOP 7), the rest empty
+    assert (p.returncode, out) == (0, "target argc=3\nxmm1 0000002a 22222222 33333333 44444444 st0 2.5\n"
+                                      "status=43\n"), (out, err, log)
     assert "exited normally" in log, log
 
 
@@ -169,7 +177,9 @@ def test_bad_input_on_the_socket():
     assert ask(s, b"?") == b"S05"               # stopped when gdb attaches
     s.sendall(b"$g#00")
     assert s.recv(1) == b"-"
-    assert len(ask(s, b"g")) == 16 * 8
+    assert len(ask(s, b"g")) == 2 * (16 * 4 + 8 * 10 + 8 * 4 + 8 * 16 + 4)   # with x87 and SSE
+    assert b"<feature name=\"org.gnu.gdb.i386.sse\">" in ask(s, b"qXfer:features:read:target.xml:0,3000")
+    assert ask(s, b"qXfer:features:read:other.xml:0,10") == b"E00"
     assert ask(s, b"qThisIsNoPacket") == b""
     assert ask(s, b"m1,4") != b"" and ask(s, b"mfffff000,4") == b"E14"
     assert ask(s, b"Z1,1000000,1") == b"" and ask(s, b"Z3,1000,4") == b""     # gdb says it cannot

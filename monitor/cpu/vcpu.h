@@ -123,6 +123,10 @@ struct vcpu {
     uint32_t sysenter_cs, sysenter_esp, sysenter_eip;
     uint64_t msr_misc[4];           /* PAT, MISC_ENABLE, APIC_BASE, TSC_AUX */
     uint64_t xcr0;                  /* as the guest's xsetbv set it; the host's stays (cpu_model.c) */
+    /* While monitor code runs, the guest's x87 and SSE state is in an XSAVE image whose first
+     * 512 bytes are FXSAVE's (SDM vol. 1, 10.5.1): the gate's, the signal frame's, or the one
+     * a stub's event filled. Set at each entry, for gdb; NULL before the first. */
+    uint8_t *fpu_image;
 
     /* The instruction being emulated: where a fault puts the guest back. */
     uint32_t fault_eip, fault_esp, fault_regs[8];

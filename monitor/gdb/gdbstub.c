@@ -20,7 +20,9 @@
 #include "monitor/mmu/paging.h"
 #include "monitor/prompt/commands.h"
 
+#include "fpregs.h"
 #include "rsp.h"
+#include "tdesc.h"
 
 #define MAX_BREAKPOINTS 64
 #define SIG_TRAP 5                      /* gdb's signal numbers (GDB manual, "Signals"): SIGTRAP */
@@ -248,6 +250,7 @@ static uint32_t eflags_image(struct vcpu *v)
 static void read_registers(struct vcpu *v, char *out)
 {
     uint32_t r[16];
+    uint8_t fp[FPREGS_GDB_BYTES];
     static const unsigned sreg_order[6] = { SREG_CS, SREG_SS, SREG_DS, SREG_ES, SREG_FS, SREG_GS };
     memcpy(r, v->sh->regs, 8 * sizeof r[0]);
     r[8] = v->sh->eip;
@@ -255,18 +258,36 @@ static void read_registers(struct vcpu *v, char *out)
     for (unsigned i = 0; i < 6; i++)
         r[10 + i] = v->sreg[sreg_order[i]].sel;
     rsp_hex(out, r, sizeof r);
+    out += strlen(out);
+    if (!v->fpu_image) {
+        /* not known before the guest's first instruction: "xx" is a byte gdb shows as
+         * <unavailable>; the packet keeps its length, which gdb takes from the first one */
+        memset(out, 'x', 2 * sizeof fp);
+        out[2 * sizeof fp] = 0;
+        return;
+    }
+    fpregs_to_gdb(v->fpu_image, fp);
+    rsp_hex(out, fp, sizeof fp);
 }
 
-/* 'G': the general registers, eip and eflags; segment registers stay as they are. */
+/* 'G': the general registers, eip and eflags, and the x87 and SSE ones when sent; segment
+ * registers stay as they are. */
 static bool write_registers(struct vcpu *v, const char *in)
 {
     uint32_t r[10];
+    uint8_t fp[FPREGS_GDB_BYTES];
+    size_t fp_at = 2 * 16 * sizeof r[0];
     if (strlen(in) < 2 * sizeof r || !rsp_unhex(r, in, sizeof r))
+        return false;
+    bool with_fp = strlen(in) >= fp_at + 2 * sizeof fp;
+    if (with_fp && !rsp_unhex(fp, in + fp_at, sizeof fp))
         return false;
     memcpy(v->sh->regs, r, 8 * sizeof r[0]);
     v->sh->eip = r[8];
     v->sh->eflags = (v->sh->eflags & ~FL_USER) | (r[9] & FL_USER) | 2;
     v->sh->vif = (r[9] & FL_IF) != 0;
+    if (with_fp && v->fpu_image)
+        fpregs_from_gdb(v->fpu_image, fp);
     return true;
 }
 
@@ -424,7 +445,9 @@ static bool command(struct vcpu *v, char *in, char *out)
         if (!strncmp(in, "qRcmd,", 6))
             monitor_command(v, in + 6, out);
         else if (!strncmp(in, "qSupported", 10))
-            sprintf(out, "PacketSize=%x", RSP_MAX);
+            sprintf(out, "PacketSize=%x;qXfer:features:read+", RSP_MAX);
+        else if (!strncmp(in, "qXfer:features:read:", 20))
+            tdesc_read(in + 20, out, RSP_MAX / 2);
         else if (!strcmp(in, "qAttached"))
             strcpy(out, "1");
         else if (!strcmp(in, "qC"))

@@ -475,6 +475,8 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
         .perf_data = sig == SIGTRAP && si->si_code == R3_TRAP_PERF ? bp_siginfo_data(si) : 0,
     };
     uint64_t t0 = stats_start();
+    uint8_t *outer_fpu = v->fpu_image;
+    v->fpu_image = frame;
     v->sh->fsbase = interrupted_fsbase;
     context_to_shared(v, uc);
     seg_take_fast_loads(v);
@@ -484,6 +486,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     if (v->cpl == 3 && v->isolation == ISOLATION_PROCESS)
         run_user_from_signal(v, uc);
     shared_to_context(v, uc);
+    v->fpu_image = outer_fpu;
     stats_signal(signal_kind, t0);
     return v->sh->fsbase;
 }

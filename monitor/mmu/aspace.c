@@ -354,6 +354,8 @@ void aspace_run_user(struct vcpu *v, void *xsave)
     if (running_user)
         return;
     running_user = true;
+    uint8_t *outer_fpu = v->fpu_image;
+    v->fpu_image = xsave;               /* the stub's state after each event */
     while (v->cpl == 3) {
         struct aspace *as = aspace_current(v);
         struct stub_regs r;
@@ -369,5 +371,6 @@ void aspace_run_user(struct vcpu *v, void *xsave)
         else
             handle_event(v, as, &ev);
     }
+    v->fpu_image = outer_fpu;
     running_user = false;
 }
