@@ -51,7 +51,8 @@ clean:
 ROOT ?=
 ifeq ($(ROOT),debian)
 RUN_DEPS = $(ROOTFS_RUN_IMG)
-RUN_ARGS = --disk $(ROOTFS_RUN_IMG) --append root=/dev/vda
+RUN_ARGS = --disk $(ROOTFS_RUN_IMG)
+RUN_APPEND = root=/dev/vda
 else ifneq ($(ROOT),)
 $(error ROOT=$(ROOT): the only other root is ROOT=debian)
 endif
@@ -59,13 +60,16 @@ endif
 NET ?=
 run: all initramfs $(RUN_DEPS)
 	@$(MAKE) --no-print-directory $(if $(wildcard $(B)/guest/bzImage),GUEST_FORCE=) guest-kernel
-	$(BIN)/ring3 run $(RUN_ARGS) $(if $(NET),--net $(NET))
+	$(BIN)/ring3 run $(RUN_ARGS) $(if $(RUN_APPEND),--append '$(RUN_APPEND)') $(if $(NET),--net $(NET))
 
 # The same guest under `ring3 run -S`, and the system's gdb on its vmlinux (debug information,
 # guest/linux/debug.config) with Linux's scripts/gdb loaded (lx-dmesg, lx-ps, ...), connected
 # over a UNIX socket; README, "Debugging the guest kernel". gdb has this terminal: the guest's
 # console goes to build/gdb/console.log. CMD='...': the guest runs it (--cmd) and powers off;
-# GDB_ARGS: more arguments for gdb (e.g. -batch -x FILE). Quitting gdb ends the guest.
+# GDB_ARGS: more arguments for gdb (e.g. -batch -x FILE). Quitting gdb ends the guest. The
+# guest's clock is the PIT, not the TSC: ring3 stops the PIT while gdb holds the guest, and so
+# the guest's time stands still, as on QEMU, instead of jumping ahead at each continue.
+GDB_APPEND := clocksource=pit tsc=unstable
 GDB_DIR := $(B)/gdb
 CMD ?=
 GDB_ARGS ?=
@@ -74,7 +78,8 @@ gdb: all initramfs $(RUN_DEPS)
 	@mkdir -p $(GDB_DIR) && rm -f $(GDB_DIR)/gdb.sock
 	@echo "ring3: the guest's console is in $(GDB_DIR)/console.log"
 	@$(BIN)/ring3 run -S --gdb unix:$(GDB_DIR)/gdb.sock --serial file:$(GDB_DIR)/console.log \
-	    $(RUN_ARGS) $(if $(NET),--net $(NET)) $(if $(CMD),--cmd '$(CMD)') </dev/null & ring3=$$!; \
+	    $(RUN_ARGS) --append '$(strip $(RUN_APPEND) $(GDB_APPEND))' $(if $(NET),--net $(NET)) \
+	    $(if $(CMD),--cmd '$(CMD)') </dev/null & ring3=$$!; \
 	  until [ -S $(GDB_DIR)/gdb.sock ] || ! kill -0 $$ring3 2>/dev/null; do sleep 0.05; done; \
 	  gdb -q -iex 'add-auto-load-safe-path $(abspath $(GUEST_DIR)/rewritten)' \
 	      -ex 'target remote $(GDB_DIR)/gdb.sock' $(GDB_ARGS) $(GUEST_DIR)/rewritten/vmlinux; \

@@ -115,11 +115,13 @@ def test_kernel_breakpoint_step_and_exit():
 def test_make_gdb_with_linux_gdb_scripts(tmp_path):
     """`make gdb` (README): the default kernel's debug information names the source line of a
     breakpoint and its arguments; Linux's own scripts/gdb run: lx-dmesg prints the boot log from
-    its first line, lx-ps lists init; the guest's console is in build/gdb/console.log."""
+    its first line, lx-ps lists init; the guest's console is in build/gdb/console.log; its time
+    stands still while gdb holds it."""
     script = tmp_path / "session.gdb"
     script.write_text("set pagination off\nbreak do_sys_openat2\ncontinue\nlx-dmesg\nlx-ps\n"
-                      "delete\ncontinue\n")
-    p = subprocess.run(["make", "--no-print-directory", "-s", "gdb", "CMD=cat /proc/version",
+                      "delete\nbreak hrtimer_nanosleep\ncontinue\nshell sleep 3\ndelete\ncontinue\n")
+    command = "cat /proc/version /proc/uptime; sleep 1; cat /proc/uptime"
+    p = subprocess.run(["make", "--no-print-directory", "-s", "gdb", f"CMD={command}",
                         f"GDB_ARGS=-batch -x {script}"], cwd=ROOT, capture_output=True, text=True,
                        timeout=600, stdin=subprocess.DEVNULL)
     log = p.stdout + p.stderr
@@ -128,7 +130,12 @@ def test_make_gdb_with_linux_gdb_scripts(tmp_path):
     assert re.search(r"^\[\s*0\.000000\] Linux version 6\.12", log, re.M), log
     assert re.search(r"^0x[0-9a-f]+\s+1\s+init$", log, re.M), log
     assert "exited normally" in log, log
-    assert "Linux version 6.12" in (BUILD / "gdb" / "console.log").read_text()
+    console = (BUILD / "gdb" / "console.log").read_text()
+    assert "Linux version 6.12" in console, console
+    # the guest slept 1 s of its own time, though gdb held it 3 s in the middle: its clock (the
+    # PIT, as make gdb boots it) stood still meanwhile
+    before, after = [float(m) for m in re.findall(r"^(\d+\.\d+) \d+\.\d+$", console, re.M)]
+    assert 1.0 <= after - before < 1.5, console
 
 
 @pytest.mark.parametrize("isolation", ["process", "none"])

@@ -148,3 +148,27 @@ def test_monitor_socket_that_cannot_listen_is_one_line(tmp_path):
                        text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert p.returncode == 1
     assert p.stderr == f"ring3: cannot listen for the monitor on {spec}: No such file or directory\n"
+
+
+def test_stop_holds_the_guests_clock(tmp_path):
+    """With the PIT as the guest's clock source (as `make gdb` boots it), `stop` stops the
+    guest's time: a `sleep 2` held 3 s in the middle still takes 2 s of the guest's uptime."""
+    path = tmp_path / "mon.sock"
+    p = subprocess.Popen(ring3_run("--monitor", f"unix:{path}", "--append", "clocksource=pit tsc=unstable",
+                                   "--cmd", "cat /proc/uptime; sleep 2; cat /proc/uptime"),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        s = connect(path)
+        until_prompt(s)
+        time.sleep(1)                   # the guest is in its sleep
+        s.sendall(b"stop\n")
+        until_prompt(s)
+        time.sleep(3)
+        s.sendall(b"cont\n")
+        until_prompt(s)
+        out, err = p.communicate(timeout=60)
+        before, after = [float(line.split()[0]) for line in out.splitlines()]
+        assert 2.0 <= after - before < 2.5, (out, err)
+    finally:
+        p.kill()
+        p.wait()

@@ -16,6 +16,7 @@
 #include "memory/guestmem.h"
 #include "monitor/host/breakpoints.h"
 #include "monitor/host/console.h"
+#include "monitor/host/events.h"
 #include "monitor/host/run.h"
 #include "monitor/mmu/paging.h"
 #include "monitor/prompt/commands.h"
@@ -481,6 +482,7 @@ static void stop(struct vcpu *v, const char *reply)
     sigemptyset(&alarm);
     sigaddset(&alarm, SIGALRM);
     sigprocmask(SIG_BLOCK, &alarm, &old);
+    events_clock_stop();
     bool ok = !reply || rsp_send(&conn, reply);
     while (ok && (ok = rsp_read_packet(&conn, false))) {
         bool run = command(v, (char *)conn.in, out);
@@ -497,6 +499,7 @@ static void stop(struct vcpu *v, const char *reply)
         disconnect(v);                      /* gone while the guest stood: it runs on */
     conn.interrupt = false;                 /* a Ctrl-C while stopped asks for nothing */
     gdb_paging_changed(v);                  /* what was added while stopped */
+    events_clock_start();
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 

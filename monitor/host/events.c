@@ -39,9 +39,38 @@ static uint8_t input[256];
 static size_t input_len;
 static bool input_eof, escape_seen, input_is_stdin;
 
+/* The devices' clock: the host's monotonic one, less the time the guest stood still (gdb or
+ * the monitor's stop held it), as a stopped machine's timers do not run. With the PIT as its
+ * clock source (`make gdb` boots so), the guest's own time stands still too. */
+static uint64_t stood_ns, stood_since;
+
+static uint64_t guest_clock_ns(void *opaque)
+{
+    (void)opaque;
+    return hw_clock_now(&hw_clock_monotonic) - stood_ns;
+}
+
+const struct hw_clock events_guest_clock = { guest_clock_ns, NULL };
+
+void events_clock_stop(void)
+{
+    stood_since = hw_clock_now(&hw_clock_monotonic);
+}
+
+void events_clock_start(void)
+{
+    stood_ns += hw_clock_now(&hw_clock_monotonic) - stood_since;
+}
+
 uint64_t events_now(void)
 {
     return hw_clock_now(&hw_clock_monotonic);
+}
+
+uint64_t events_next_deadline(struct vcpu *v)
+{
+    uint64_t when = platform_next_deadline(v->plat, guest_clock_ns(NULL));
+    return when == PLATFORM_NO_DEADLINE ? when : when + stood_ns;
 }
 
 /* Ctrl-A then (c), qemu -nographic's keys: x ends the run, h lists the keys, c switches to the
@@ -125,7 +154,7 @@ static void pump_input(struct vcpu *v)
 
 void events_poll(struct vcpu *v)
 {
-    platform_update(v->plat, events_now());
+    platform_update(v->plat, guest_clock_ns(NULL));
     platform_io_poll(v->plat);
 }
 
@@ -174,7 +203,7 @@ static void arm_at(uint64_t t)
 void events_arm(struct vcpu *v)
 {
     uint64_t now = events_now();
-    uint64_t when = platform_next_deadline(v->plat, now);
+    uint64_t when = events_next_deadline(v);
     /* A guest polling the UART also needs input while no timer runs: look again in 10 ms. */
     if (!input_eof && (when == PLATFORM_NO_DEADLINE || when > now + 10000000))
         when = armed_for > now && armed_for <= now + 10000000 ? armed_for : now + 10000000;
@@ -218,7 +247,7 @@ void events_wait(struct vcpu *v)
             }
             monitor_exit(v, 0);
         }
-        uint64_t now = events_now(), when = platform_next_deadline(v->plat, now);
+        uint64_t now = events_now(), when = events_next_deadline(v);
         /* stdin first (fd -1, which poll skips, while the UART has no room), then the sockets
          * of the network backends */
         struct pollfd pfd[2 + PLATFORM_IO_MAX_FDS];
@@ -268,6 +297,7 @@ void events_hold(struct vcpu *v)
     sigaddset(&alarm, SIGALRM);
     sigprocmask(SIG_BLOCK, &alarm, &old);
     guest_console_flush();
+    events_clock_stop();
     while (prompt_stopped) {
         struct pollfd pfd[2] = {
             {.fd = !input_eof && input_len < sizeof input ? STDIN_FILENO : -1, .events = POLLIN},
@@ -283,6 +313,7 @@ void events_hold(struct vcpu *v)
             prompt_poll(v);
     }
     prompt_stopped = false;
+    events_clock_start();
     sigprocmask(SIG_SETMASK, &old, NULL);
     holding = false;
     events_arm(v);

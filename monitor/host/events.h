@@ -4,9 +4,17 @@
 
 #include <stdint.h>
 
+#include "hw/clock.h"
 #include "monitor/cpu/vcpu.h"
 
-uint64_t events_now(void);
+uint64_t events_now(void);                 /* the host's monotonic clock, ns */
+/* The devices' clock (the platform's): the host's, less the time the guest was held. */
+extern const struct hw_clock events_guest_clock;
+/* The next device deadline in host time (events_now), PLATFORM_NO_DEADLINE for none. */
+uint64_t events_next_deadline(struct vcpu *v);
+/* The guest stands still from events_clock_stop to events_clock_start (gdb, `stop`). */
+void events_clock_stop(void);
+void events_clock_start(void);
 void events_poll(struct vcpu *v);          /* advance the devices to now; never blocks */
 void events_input(struct vcpu *v);         /* move waiting host input into the UART */
 /* A timer tick in guest code: host input, gdb, the monitor prompt, and a `stop`'s hold. */

@@ -214,6 +214,7 @@ int run_main(int argc, char **argv)
     }
     cfg.mem_bytes = gm.size;
     cfg.gm = &gm;
+    cfg.clock = &events_guest_clock;
     char why[200];
     if (platform_init(&plat, &cfg, why, sizeof why)) {
         fprintf(stderr, "ring3: cannot set up the devices: %s\n", why);
