@@ -68,7 +68,8 @@ run: all initramfs $(RUN_DEPS)
 # console goes to build/gdb/console.log. CMD='...': the guest runs it (--cmd) and powers off;
 # GDB_ARGS: more arguments for gdb (e.g. -batch -x FILE). Quitting gdb ends the guest. The
 # guest's clock is the PIT, not the TSC: ring3 stops the PIT while gdb holds the guest, and so
-# the guest's time stands still, as on QEMU, instead of jumping ahead at each continue.
+# the guest's time stands still, as on QEMU, instead of jumping ahead at each continue. Ctrl-C
+# is gdb's alone: ring3 runs in a session of its own, and the recipe's shell ignores it.
 GDB_APPEND := clocksource=pit tsc=unstable
 GDB_DIR := $(B)/gdb
 CMD ?=
@@ -77,7 +78,7 @@ gdb: all initramfs $(RUN_DEPS)
 	@$(MAKE) --no-print-directory $(if $(wildcard $(B)/guest/bzImage),GUEST_FORCE=) guest-kernel
 	@mkdir -p $(GDB_DIR) && rm -f $(GDB_DIR)/gdb.sock
 	@echo "ring3: the guest's console is in $(GDB_DIR)/console.log"
-	@$(BIN)/ring3 run -S --gdb unix:$(GDB_DIR)/gdb.sock --serial file:$(GDB_DIR)/console.log \
+	@trap '' INT; setsid $(BIN)/ring3 run -S --gdb unix:$(GDB_DIR)/gdb.sock --serial file:$(GDB_DIR)/console.log \
 	    $(RUN_ARGS) --append '$(strip $(RUN_APPEND) $(GDB_APPEND))' $(if $(NET),--net $(NET)) \
 	    $(if $(CMD),--cmd '$(CMD)') </dev/null & ring3=$$!; \
 	  until [ -S $(GDB_DIR)/gdb.sock ] || ! kill -0 $$ring3 2>/dev/null; do sleep 0.05; done; \
