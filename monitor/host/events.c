@@ -250,7 +250,7 @@ void events_wait(struct vcpu *v)
         uint64_t now = events_now(), when = events_next_deadline(v);
         /* stdin first (fd -1, which poll skips, while the UART has no room), then the sockets
          * of the network backends */
-        struct pollfd pfd[2 + PLATFORM_IO_MAX_FDS];
+        struct pollfd pfd[3 + PLATFORM_IO_MAX_FDS];      /* stdin, the I/O, the prompt, gdb */
         bool want_input = !input_eof && ((!input_len && uart_rx_room(v->plat->com1)) || prompt_on_terminal());
         pfd[0] = (struct pollfd){.fd = want_input ? STDIN_FILENO : -1, .events = POLLIN};
         unsigned n = 1;
