@@ -6,6 +6,8 @@
 
 #include "rsp.h"
 
+#include "lib/sendall.h"
+
 static const char digits[] = "0123456789abcdef";
 
 static int hexval(uint8_t c)
@@ -23,20 +25,6 @@ void rsp_init(struct rsp *r, int fd)
 {
     memset(r, 0, sizeof *r);
     r->fd = fd;
-}
-
-static bool write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return false;
-        p += k;
-        n -= (size_t)k;
-    }
-    return true;
 }
 
 bool rsp_feed(struct rsp *r, const uint8_t *buf, size_t n, size_t *used)
@@ -71,16 +59,16 @@ bool rsp_feed(struct rsp *r, const uint8_t *buf, size_t n, size_t *used)
             r->want = (uint8_t)((h < 0 ? 0 : h) << 4);
             r->state = h < 0 ? RSP_IDLE : RSP_SUM2;
             if (h < 0)
-                write_all(r->fd, "-", 1);
+                send_all(r->fd, "-", 1);
             break;
         case RSP_SUM2:
             h = hexval(c);
             r->state = RSP_IDLE;
             if (h < 0 || (uint8_t)(r->want | h) != r->sum || r->overflow) {
-                write_all(r->fd, "-", 1);
+                send_all(r->fd, "-", 1);
                 break;
             }
-            write_all(r->fd, "+", 1);
+            send_all(r->fd, "+", 1);
             /* undo the escapes: `}` x becomes x ^ 0x20 (run-length `*` only comes from a stub) */
             size_t w = 0;
             for (size_t k = 0; k < r->len; k++)
@@ -135,7 +123,7 @@ bool rsp_send(struct rsp *r, const char *data)
     r->out[w++] = '#';
     r->out[w++] = digits[sum >> 4];
     r->out[w++] = digits[sum & 15];
-    return write_all(r->fd, r->out, w);
+    return send_all(r->fd, r->out, w);
 }
 
 void rsp_hex(char *out, const void *bytes, size_t n)

@@ -9,6 +9,7 @@
 
 #include "prompt.h"
 
+#include "lib/sendall.h"
 #include "monitor/host/console.h"
 #include "monitor/host/run.h"
 
@@ -166,20 +167,6 @@ int prompt_fd(void)
     return client_fd >= 0 ? client_fd : listen_fd;
 }
 
-static bool send_all(const char *s, size_t n)
-{
-    while (n) {
-        ssize_t k = send(client_fd, s, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return false;
-        s += k;
-        n -= (size_t)k;
-    }
-    return true;
-}
-
 static void hang_up(void)
 {
     close(client_fd);
@@ -194,7 +181,7 @@ void prompt_poll(struct vcpu *v)
     if (client_fd < 0) {
         /* blocking once taken: the answers are written whole */
         if ((client_fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0 &&
-            !send_all(BANNER PROMPT, strlen(BANNER PROMPT)))
+            !send_all(client_fd, BANNER PROMPT, strlen(BANNER PROMPT)))
             hang_up();
         return;
     }
@@ -210,7 +197,7 @@ void prompt_poll(struct vcpu *v)
             continue;
         size_t len = 0;
         char *text = answer(v, &received, state, &len);
-        if ((text && !send_all(text, len)) || !send_all(PROMPT, strlen(PROMPT)))
+        if ((text && !send_all(client_fd, text, len)) || !send_all(client_fd, PROMPT, strlen(PROMPT)))
             hang_up();
         free(text);
     }
