@@ -325,24 +325,9 @@ static void monitor_command(struct vcpu *v, const char *hex, char *out)
         return;
     }
     line[n] = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
+    if (!(text = prompt_run(v, line, true, &len))) {
         strcpy(out, "E0C");             /* ENOMEM */
         return;
-    }
-    bool held = prompt_stopped;
-    prompt_stopped = true;              /* for `info status`: gdb has the guest stopped */
-    enum prompt_action a = prompt_command(v, line, f);
-    prompt_stopped = held;
-    if (a == PROMPT_STOP || a == PROMPT_CONT)
-        fputs("gdb holds the guest: its continue and Ctrl-C run and stop it\n", f);
-    fclose(f);
-    if (a == PROMPT_QUIT) {
-        free(text);
-        fflush(stdout);
-        console_restore();
-        fprintf(stderr, "ring3: terminated (monitor quit, from gdb)\n");
-        monitor_exit(v, 0);
     }
     if (len > RSP_MAX / 2 - 64)
         len = RSP_MAX / 2 - 64;         /* hex doubles it; the packet has room for this */

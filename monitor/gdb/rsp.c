@@ -1,7 +1,6 @@
 /* gdb's remote serial protocol on one connection (rsp.h). */
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "rsp.h"

@@ -6,11 +6,18 @@
 #include "commands.h"
 
 #include "memory/guestmem.h"
+#include "monitor/host/console.h"
 #include "monitor/host/events.h"
+#include "monitor/host/run.h"
 #include "monitor/host/stats.h"
 #include "monitor/mmu/paging.h"
 
 #define X_MAX_UNITS 1024                /* x/N: at most this many units at once */
+
+/* What the caller must do after a command. */
+enum action { NONE, STOP, CONT, QUIT };
+
+bool prompt_stopped;
 
 static const char help[] =
     "help                 this list\n"
@@ -119,20 +126,21 @@ static void examine(struct vcpu *v, const char *s, bool physical, FILE *out)
     fputc('\n', out);
 }
 
-enum prompt_action prompt_command(struct vcpu *v, const char *line, FILE *out)
+/* One command; (stopped): whether the guest is held, for `info status`. */
+static enum action command(struct vcpu *v, const char *line, bool stopped, FILE *out)
 {
     const char *s = line;
     while (isspace((unsigned char)*s))
         s++;
     if (!*s)
-        return PROMPT_NONE;
+        return NONE;
     if (word_is(&s, "help") || word_is(&s, "?")) {
         fputs(help, out);
     } else if (word_is(&s, "info")) {
         if (word_is(&s, "registers"))
             vcpu_dump(v, out);
         else if (word_is(&s, "status"))
-            fprintf(out, "the guest is %s\n", prompt_stopped ? "stopped" : "running");
+            fprintf(out, "the guest is %s\n", stopped ? "stopped" : "running");
         else if (!word_is(&s, "stats"))
             fprintf(out, "info: give registers, stats or status\n");
         else if (stats_enabled)
@@ -144,13 +152,36 @@ enum prompt_action prompt_command(struct vcpu *v, const char *line, FILE *out)
     } else if (s[0] == 'x' && (s[1] == '/' || isspace((unsigned char)s[1]))) {
         examine(v, s + 1, false, out);
     } else if (word_is(&s, "stop")) {
-        return PROMPT_STOP;
+        return STOP;
     } else if (word_is(&s, "cont") || word_is(&s, "c")) {
-        return PROMPT_CONT;
+        return CONT;
     } else if (word_is(&s, "quit") || word_is(&s, "q")) {
-        return PROMPT_QUIT;
+        return QUIT;
     } else {
         fprintf(out, "unknown command: '%s' (help lists them)\n", s);
     }
-    return PROMPT_NONE;
+    return NONE;
+}
+
+char *prompt_run(struct vcpu *v, const char *line, bool gdb, size_t *len)
+{
+    char *text = NULL;
+    FILE *out = open_memstream(&text, len);
+    if (!out)
+        return NULL;
+    enum action a = command(v, line, gdb || prompt_stopped, out);
+    if (a == QUIT) {
+        fclose(out);
+        free(text);
+        fflush(stdout);
+        console_restore();
+        fprintf(stderr, gdb ? "ring3: terminated (monitor quit, from gdb)\n" : "\nring3: terminated (monitor quit)\n");
+        monitor_exit(v, 0);
+    }
+    if ((a == STOP || a == CONT) && gdb)
+        fputs("gdb holds the guest: its continue and Ctrl-C run and stop it\n", out);
+    else if (a == STOP || a == CONT)
+        prompt_stopped = a == STOP;
+    fclose(out);
+    return text;
 }

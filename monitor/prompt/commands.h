@@ -6,22 +6,18 @@
 #ifndef RING3_PROMPT_COMMANDS_H
 #define RING3_PROMPT_COMMANDS_H
 
-#include <stdio.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "monitor/cpu/vcpu.h"
 
-/* What the caller must do after a command. */
-enum prompt_action {
-    PROMPT_NONE,                        /* nothing: the output says it all */
-    PROMPT_STOP,                        /* `stop`: hold the guest */
-    PROMPT_CONT,                        /* `cont`: let it run */
-    PROMPT_QUIT,                        /* `quit`: end the run */
-};
-
-/* Whether the monitor holds the guest (a `stop` without its `cont` yet; prompt.c keeps it). */
+/* Whether the monitor holds the guest: a `stop` without its `cont` yet (events_hold). */
 extern bool prompt_stopped;
 
-/* Runs one command (line, without its newline); writes its answer to (out). */
-enum prompt_action prompt_command(struct vcpu *v, const char *line, FILE *out);
+/* Runs one command (line, without its newline) and returns what it printed, in a malloc'd
+ * string of (*len) bytes (NULL when out of memory). From gdb's `monitor` (gdb): gdb holds the
+ * guest, and `stop` and `cont` say so; from the other doors they set prompt_stopped. `quit`
+ * ends the run here. */
+char *prompt_run(struct vcpu *v, const char *line, bool gdb, size_t *len);
 
 #endif

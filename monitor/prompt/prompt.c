@@ -10,14 +10,10 @@
 #include "prompt.h"
 
 #include "lib/sendall.h"
-#include "monitor/host/console.h"
-#include "monitor/host/run.h"
 
 #define LINE_MAX_BYTES 1024
 #define BANNER "ring3 monitor - type 'help' for more information\n"
 #define PROMPT "(ring3) "
-
-bool prompt_stopped;
 
 /* One door's line being typed or received. */
 struct line {
@@ -31,34 +27,6 @@ static bool on_terminal;
 static struct line typed;
 static int listen_fd = -1, client_fd = -1;
 static struct line received;
-
-/* Runs (text) and returns what it printed, in a malloc'd string (*len bytes). */
-static char *run(struct vcpu *v, const char *text, size_t *len)
-{
-    char *buf = NULL;
-    FILE *out = open_memstream(&buf, len);
-    if (!out)
-        return NULL;
-    switch (prompt_command(v, text, out)) {
-    case PROMPT_STOP:
-        prompt_stopped = true;
-        break;
-    case PROMPT_CONT:
-        prompt_stopped = false;
-        break;
-    case PROMPT_QUIT:
-        fclose(out);
-        free(buf);
-        fflush(stdout);
-        console_restore();
-        fprintf(stderr, "\nring3: terminated (monitor quit)\n");
-        monitor_exit(v, 0);
-    case PROMPT_NONE:
-        break;
-    }
-    fclose(out);
-    return buf;
-}
 
 enum line_state { LINE_GOING, LINE_DONE, LINE_TOO_LONG };
 
@@ -88,7 +56,7 @@ static enum line_state line_add(struct line *l, uint8_t c)
 static char *answer(struct vcpu *v, struct line *l, enum line_state state, size_t *len)
 {
     if (state == LINE_DONE)
-        return run(v, l->text, len);
+        return prompt_run(v, l->text, false, len);
     char *text = NULL;
     *len = (size_t)asprintf(&text, "the line is too long: at most %zu bytes\n", sizeof l->text - 1);
     return text;
