@@ -317,9 +317,7 @@ void emulate_gate(void)
     unsigned entry = sh->entry < R3_ENTRY_COUNT ? sh->entry : 0;
     uint64_t t0 = stats_start();
     jmp_buf jb;
-    size_t xsave_size;
     seg_take_fast_loads(v);
-    v->fpu_image = runtime_xsave(&xsave_size);
     v->fault_jmp = &jb;
     /* Until the site is known, a fault reports the state at the call. */
     memcpy(v->fault_regs, sh->regs, sizeof v->fault_regs);

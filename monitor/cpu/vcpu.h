@@ -124,8 +124,9 @@ struct vcpu {
     uint64_t msr_misc[4];           /* PAT, MISC_ENABLE, APIC_BASE, TSC_AUX */
     uint64_t xcr0;                  /* as the guest's xsetbv set it; the host's stays (cpu_model.c) */
     /* While monitor code runs, the guest's x87 and SSE state is in an XSAVE image whose first
-     * 512 bytes are FXSAVE's (SDM vol. 1, 10.5.1): the gate's, the signal frame's, or the one
-     * a stub's event filled. Set at each entry, for gdb; NULL before the first. */
+     * 512 bytes are FXSAVE's (SDM vol. 1, 10.5.1), for gdb: the gate's (run.c; the guest's
+     * first instruction starts from it too), or while a signal or a stub's event is handled,
+     * the signal frame's or the one the event filled. */
     uint8_t *fpu_image;
 
     /* The instruction being emulated: where a fault puts the guest back. */

@@ -259,16 +259,8 @@ static void read_registers(struct vcpu *v, char *out)
     for (unsigned i = 0; i < 6; i++)
         r[10 + i] = v->sreg[sreg_order[i]].sel;
     rsp_hex(out, r, sizeof r);
-    out += strlen(out);
-    if (!v->fpu_image) {
-        /* not known before the guest's first instruction: "xx" is a byte gdb shows as
-         * <unavailable>; the packet keeps its length, which gdb takes from the first one */
-        memset(out, 'x', 2 * sizeof fp);
-        out[2 * sizeof fp] = 0;
-        return;
-    }
     fpregs_to_gdb(v->fpu_image, fp);
-    rsp_hex(out, fp, sizeof fp);
+    rsp_hex(out + strlen(out), fp, sizeof fp);
 }
 
 /* 'G': the general registers, eip and eflags, and the x87 and SSE ones when sent; segment
@@ -287,7 +279,7 @@ static bool write_registers(struct vcpu *v, const char *in)
     v->sh->eip = r[8];
     v->sh->eflags = (v->sh->eflags & ~FL_USER) | (r[9] & FL_USER) | 2;
     v->sh->vif = (r[9] & FL_IF) != 0;
-    if (with_fp && v->fpu_image)
+    if (with_fp)
         fpregs_from_gdb(v->fpu_image, fp);
     return true;
 }

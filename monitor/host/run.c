@@ -227,6 +227,8 @@ int run_main(int argc, char **argv)
         return EXIT_HOST;
     }
     v->sh = r3_shared_page;
+    size_t xsave_size;
+    v->fpu_image = runtime_xsave(&xsave_size);
     mmu_init(v);
     v->isolation = o.isolation_none ? ISOLATION_NONE : ISOLATION_PROCESS;
     if (v->isolation == ISOLATION_PROCESS && aspace_init(v, o.stubs, o.sysemu ? STUB_SYSEMU : STUB_SUD))

@@ -1,7 +1,7 @@
 /* The monitor's commands: qemu's human monitor, in small (commands.c).
  *
  * One language for three doors: the terminal's Ctrl-A c prompt, the --monitor socket, and gdb's
- * `monitor` command. `help` lists the commands. Knows nothing of where the line came from.
+ * `monitor` command. `help` lists the commands. Of its door it knows only whether gdb is it.
  */
 #ifndef RING3_PROMPT_COMMANDS_H
 #define RING3_PROMPT_COMMANDS_H
