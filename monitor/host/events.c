@@ -133,14 +133,19 @@ static bool read_terminal(struct vcpu *v)
     return true;
 }
 
-/* Reads host input while the UART has room, keeping what it cannot take yet. The monitor
- * prompt takes its keys whether or not the UART has room. */
-static void pump_input(struct vcpu *v)
+/* The monitor prompt takes what was typed for it, whether or not the UART has room. */
+static void prompt_keys(struct vcpu *v)
 {
-    struct uart *u = v->plat->com1;
     if (prompt_on_terminal())
         while (read_terminal(v))
             ;
+}
+
+/* Reads host input while the UART has room, keeping what it cannot take yet. */
+static void pump_input(struct vcpu *v)
+{
+    struct uart *u = v->plat->com1;
+    prompt_keys(v);
     while (uart_rx_room(u)) {
         if (!input_len && !read_terminal(v))
             break;
@@ -179,9 +184,8 @@ void events_tick(struct vcpu *v)
      * prompt's keys are taken at once. */
     if (v->cpl == 3)
         events_input(v);
-    else if (prompt_on_terminal())
-        while (read_terminal(v))
-            ;
+    else
+        prompt_keys(v);
     gdb_poll(v);
     prompt_poll(v);
     events_hold(v);
