@@ -1,18 +1,18 @@
 /* A gdb remote stub for the guest (gdbstub.h): the connection, the stop loop, the commands. */
 #include <errno.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "gdbstub.h"
 
+#include "lib/listen.h"
 #include "memory/guestmem.h"
 #include "monitor/host/breakpoints.h"
 #include "monitor/host/console.h"
@@ -57,50 +57,14 @@ static struct watchpoint wps[BP_SLOTS];
 
 /* ---- the address ---- */
 
-static bool parse_tcp(const char *spec, struct sockaddr_in *a)
-{
-    const char *rest = spec + 4, *colon = strrchr(rest, ':');
-    char host[64] = "127.0.0.1", *end;
-    if (strncmp(spec, "tcp:", 4) || !colon || colon - rest >= (long)sizeof host)
-        return false;
-    if (colon > rest) {
-        memcpy(host, rest, (size_t)(colon - rest));
-        host[colon - rest] = 0;
-    }
-    long port = strtol(colon + 1, &end, 10);
-    memset(a, 0, sizeof *a);
-    a->sin_family = AF_INET;
-    a->sin_port = htons((uint16_t)port);
-    return *end == 0 && port > 0 && port < 65536 && inet_pton(AF_INET, host, &a->sin_addr) == 1;
-}
-
 bool gdb_spec_valid(const char *spec)
 {
-    struct sockaddr_in a;
-    if (!strncmp(spec, "unix:", 5))
-        return spec[5] && strlen(spec + 5) < sizeof ((struct sockaddr_un *)0)->sun_path;
-    return parse_tcp(spec, &a);
+    return listen_spec_valid(spec, true);
 }
 
 int gdb_start(struct vcpu *v, const char *spec, bool wait)
 {
-    struct sockaddr_in in;
-    struct sockaddr_un un = { .sun_family = AF_UNIX };
-    bool unix_socket = !strncmp(spec, "unix:", 5);
-    if (unix_socket)
-        snprintf(un.sun_path, sizeof un.sun_path, "%s", spec + 5);
-    else if (!parse_tcp(spec, &in))
-        return -1;
-    listen_fd = socket(unix_socket ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int one = 1;
-    if (listen_fd >= 0 && !unix_socket)
-        setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (unix_socket)
-        unlink(un.sun_path);
-    if (listen_fd < 0 ||
-        bind(listen_fd, unix_socket ? (struct sockaddr *)&un : (struct sockaddr *)&in,
-             unix_socket ? sizeof un : sizeof in) < 0 ||
-        listen(listen_fd, 1) < 0) {
+    if ((listen_fd = listen_on(spec)) < 0) {
         fprintf(stderr, "ring3: cannot listen for gdb on %s: %s\n", spec, strerror(errno));
         return -1;
     }
@@ -489,7 +453,7 @@ void gdb_poll(struct vcpu *v)
         if (fd < 0)
             return;
         int one = 1;
-        setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         rsp_init(&conn, fd);
         stop(v, NULL);                      /* gdb finds the guest stopped when it attaches */
         return;

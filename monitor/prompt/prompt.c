@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "prompt.h"
 
+#include "lib/listen.h"
 #include "lib/sendall.h"
 
 #define LINE_MAX_BYTES 1024
@@ -114,16 +114,12 @@ void prompt_key(struct vcpu *v, uint8_t c)
 
 bool prompt_spec_valid(const char *spec)
 {
-    return !strncmp(spec, "unix:", 5) && spec[5] && strlen(spec + 5) < sizeof ((struct sockaddr_un *)0)->sun_path;
+    return listen_spec_valid(spec, false);
 }
 
 int prompt_listen(const char *spec)
 {
-    struct sockaddr_un un = { .sun_family = AF_UNIX };
-    snprintf(un.sun_path, sizeof un.sun_path, "%s", spec + 5);
-    listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    unlink(un.sun_path);
-    if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&un, sizeof un) < 0 || listen(listen_fd, 1) < 0) {
+    if ((listen_fd = listen_on(spec)) < 0) {
         fprintf(stderr, "ring3: cannot listen for the monitor on %s: %s\n", spec, strerror(errno));
         return -1;
     }
