@@ -43,7 +43,7 @@ static int attach_nics(struct platform *p, const struct platform_config *cfg, ui
 {
     for (unsigned i = 0; i < cfg->nnics; i++) {
         const struct net_spec *spec = &cfg->nics[i];
-        char name[8];
+        char name[16];   /* "eth" and any unsigned */
         snprintf(name, sizeof name, "eth%u", i);
         p->nic[i] = virtio_net_init(p->pci, p->io, cfg->gm, NIC_FIRST_SLOT + i,
                                     (uint16_t)(NIC_FIRST_PORT + DISK_PORT_STEP * i),

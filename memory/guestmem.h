@@ -75,8 +75,9 @@ static inline bool guestmem_ok(const struct guestmem *gm, uint64_t gpa, uint64_t
 {
     if (gpa <= gm->size)
         return sz <= gm->size - gpa;
+    /* Without RAM at 4 GiB, 4 GiB is not the end of any RAM: nothing there, not even 0 bytes. */
     uint64_t high = gpa - GM_4GIB;
-    return gpa >= GM_4GIB && high <= gm->high_size && sz <= gm->high_size - high;
+    return gpa >= GM_4GIB && gm->high_size && high <= gm->high_size && sz <= gm->high_size - high;
 }
 
 /* Host pointer to the (sz) bytes of guest physical memory at (gpa), or NULL

@@ -10,8 +10,8 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
 # Folders of C that are not rooms of build/bin/ring3 or the stub, but users of them: tests, test
-# guests, the guest's own programs, benchmarks, and the build tree.
-NOT_ROOMS = {"tests", "testguests", "guest", "bench", "build", "rootfs", "tools", "rewriter", "mk"}
+# guests, the guest's own programs, benchmarks, fuzz targets, and the build tree.
+NOT_ROOMS = {"tests", "testguests", "guest", "bench", "build", "rootfs", "tools", "rewriter", "mk", "fuzz"}
 ROOMS = sorted(p.name for p in TOP.iterdir()
                if p.is_dir() and not p.name.startswith(".") and p.name not in NOT_ROOMS)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -1,0 +1,57 @@
+/* What the fuzz targets share (guest.h). */
+#include "guest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+void fuzz_guestmem(struct guestmem *gm, uint64_t size)
+{
+    static uint8_t *ram;
+    static uint64_t ram_size;
+    if (!ram) {
+        uint8_t *area = mmap(NULL, size + 2 * GM_PAGE_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (area == MAP_FAILED || mprotect(area + GM_PAGE_SIZE, size, PROT_READ | PROT_WRITE) != 0) {
+            perror("fuzz_guestmem");
+            abort();
+        }
+        ram = area + GM_PAGE_SIZE;
+        ram_size = size;
+    }
+    if (size != ram_size)
+        abort();
+    memset(ram, 0, size);
+    *gm = (struct guestmem){ .fd = -1, .phys = ram, .size = size };
+}
+
+size_t fuzz_bytes(struct fuzz_input *in, void *dst, size_t n)
+{
+    size_t k = n < in->left ? n : in->left;
+    memcpy(dst, in->p, k);
+    memset((uint8_t *)dst + k, 0, n - k);
+    in->p += k;
+    in->left -= k;
+    return k;
+}
+
+uint8_t fuzz_u8(struct fuzz_input *in)
+{
+    uint8_t v;
+    fuzz_bytes(in, &v, 1);
+    return v;
+}
+
+uint16_t fuzz_u16(struct fuzz_input *in)
+{
+    uint16_t v;
+    fuzz_bytes(in, &v, 2);
+    return v;
+}
+
+uint32_t fuzz_u32(struct fuzz_input *in)
+{
+    uint32_t v;
+    fuzz_bytes(in, &v, 4);
+    return v;
+}

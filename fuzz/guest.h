@@ -1,0 +1,28 @@
+/* What the fuzz targets share: a small guest memory fenced by inaccessible pages, and a reader of
+ * the fuzzer's bytes. */
+#ifndef RING3_FUZZ_GUEST_H
+#define RING3_FUZZ_GUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memory/guestmem.h"
+
+/* (gm) with (size) bytes of zeroed RAM (a multiple of the page size) and a PROT_NONE page on each
+ * side: a device that reaches outside guest RAM faults at once, with or without a sanitizer.
+ * Made once per process; later calls zero the same memory. */
+void fuzz_guestmem(struct guestmem *gm, uint64_t size);
+
+/* The fuzzer's input, read from the front; past its end every read gives zeros. */
+struct fuzz_input {
+    const uint8_t *p;
+    size_t left;
+};
+
+uint8_t fuzz_u8(struct fuzz_input *in);
+uint16_t fuzz_u16(struct fuzz_input *in);
+uint32_t fuzz_u32(struct fuzz_input *in);
+/* Up to (n) bytes into (dst); returns how many there were. */
+size_t fuzz_bytes(struct fuzz_input *in, void *dst, size_t n);
+
+#endif

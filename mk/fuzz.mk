@@ -1,0 +1,88 @@
+# Fuzz targets (fuzz/fuzz_<name>.c, each an LLVMFuzzerTestOneInput over one parser of guest or user
+# input) in two builds:
+# - build/fuzz/<name>: libFuzzer with AddressSanitizer and UndefinedBehaviorSanitizer, through
+#   Debian's clang, for `make fuzz` (FUZZ_SECONDS each, default 60; FUZZ=name,... for some). It
+#   searches from fuzz/corpus/<name>, and what it finds that adds coverage is merged back there
+#   (commit it). A crash stops the run, with the input in build/fuzz/crashes/.
+# - build/tests/fuzz/<name>: the same target with fuzz/replay.c for a main, through gcc with the
+#   same sanitizers, which `make test` runs over fuzz/corpus/<name> and fuzz/regressions/<name>
+#   (the inputs that found bugs) without clang (tests/test_fuzz.py).
+# The targets link the rooms they fuzz from a library of them, built once per compiler.
+
+FUZZ_SRCS    := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_NAMES   := $(patsubst fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
+FUZZ_LIBSRCS := $(sort $(wildcard hw/*.c virtio/*.c block/*.c net/*.c ikc/*.c machine/*.c boot/*.c \
+                  lib/*.c x86/*.c)) monitor/cpu/insert_decode.c fuzz/guest.c
+FUZZ_LIBS    := -lcapstone -lslirp
+SAN_FLAGS    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_SECONDS ?= 60
+FUZZ         ?= $(FUZZ_NAMES)
+FUZZ_DEPS    := clang libclang-rt-14-dev
+comma        := ,
+
+# The replay build (gcc), part of `make test`.
+REPLAY_CFLAGS := $(filter-out -O2,$(CFLAGS)) -O1 $(SAN_FLAGS)
+REPLAY_OBJS   := $(patsubst %,$(B)/obj-asan/%.o,$(FUZZ_LIBSRCS))
+REPLAY_BINS   := $(patsubst %,$(B)/tests/fuzz/%,$(FUZZ_NAMES))
+
+$(B)/obj-asan/%.c.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(REPLAY_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/obj-asan/libfuzzed.a: $(REPLAY_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/tests/fuzz/%: fuzz/fuzz_%.c fuzz/replay.c $(B)/obj-asan/libfuzzed.a
+	@mkdir -p $(@D)
+	$(CC) $(REPLAY_CFLAGS) -MMD -MP -o $@ fuzz/fuzz_$*.c fuzz/replay.c $(B)/obj-asan/libfuzzed.a $(FUZZ_LIBS)
+
+TEST_DEPS += $(REPLAY_BINS)
+-include $(REPLAY_OBJS:.o=.d) $(REPLAY_BINS:=.d)
+
+# The libFuzzer build (clang), for `make fuzz` only: clang is installed then, not for make test.
+ifneq ($(filter fuzz fuzz-build,$(MAKECMDGOALS)),)
+ifneq ($(shell tools/install-deps.sh $(FUZZ_DEPS) >&2; echo $$?),0)
+$(error tools/install-deps.sh failed; see the lines above)
+endif
+endif
+FUZZ_CC     := clang
+FUZZ_CFLAGS := $(filter-out -O2,$(CFLAGS)) -O1 $(SAN_FLAGS)
+FUZZ_OBJS   := $(patsubst %,$(B)/fuzz/obj/%.o,$(FUZZ_LIBSRCS))
+FUZZ_BINS   := $(patsubst %,$(B)/fuzz/%,$(FUZZ_NAMES))
+
+$(B)/fuzz/obj/%.c.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(B)/fuzz/obj/libfuzzed.a: $(FUZZ_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/fuzz/%: fuzz/fuzz_%.c $(B)/fuzz/obj/libfuzzed.a
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(B)/fuzz/obj/libfuzzed.a $(FUZZ_LIBS)
+
+-include $(FUZZ_OBJS:.o=.d) $(FUZZ_BINS:=.d)
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BINS)
+
+# Each target for FUZZ_SECONDS on one core; one line each (executions, executions per second,
+# coverage in edges, the corpus's size after the merge) is gathered in build/fuzz/report.txt.
+fuzz: fuzz-build
+	@mkdir -p $(B)/fuzz/found $(B)/fuzz/crashes && : > $(B)/fuzz/report.txt
+	@for t in $(subst $(comma), ,$(FUZZ)); do \
+	  [ -x $(B)/fuzz/$$t ] || { echo "make fuzz: no target '$$t' (there are: $(FUZZ_NAMES))"; exit 2; }; \
+	  mkdir -p fuzz/corpus/$$t $(B)/fuzz/found/$$t; \
+	  echo "== $$t, $(FUZZ_SECONDS) s"; \
+	  $(B)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	      -artifact_prefix=$(B)/fuzz/crashes/$$t- $(B)/fuzz/found/$$t fuzz/corpus/$$t \
+	      2> $(B)/fuzz/$$t.log || { tail -40 $(B)/fuzz/$$t.log; \
+	      echo "make fuzz: $$t failed; the input is in $(B)/fuzz/crashes/ (add it to fuzz/regressions/$$t)"; exit 1; }; \
+	  $(B)/fuzz/$$t -merge=1 fuzz/corpus/$$t $(B)/fuzz/found/$$t 2> $(B)/fuzz/$$t.merge.log; \
+	  printf '%s: %s execs, %s/s, edges %s, corpus %s files\n' $$t \
+	    $$(sed -n 's/^stat::number_of_executed_units: *//p' $(B)/fuzz/$$t.log) \
+	    $$(sed -n 's/^stat::average_exec_per_sec: *//p' $(B)/fuzz/$$t.log) \
+	    $$(grep -o 'cov: [0-9]*' $(B)/fuzz/$$t.log | tail -1 | cut -d' ' -f2) \
+	    $$(ls fuzz/corpus/$$t | wc -l) | tee -a $(B)/fuzz/report.txt; \
+	done
+
