@@ -44,6 +44,10 @@ ifneq ($(filter fuzz fuzz-build,$(MAKECMDGOALS)),)
 ifneq ($(shell tools/install-deps.sh $(FUZZ_DEPS) >&2; echo $$?),0)
 $(error tools/install-deps.sh failed; see the lines above)
 endif
+FUZZ_UNKNOWN := $(filter-out $(FUZZ_NAMES),$(subst $(comma), ,$(FUZZ)))
+ifneq ($(FUZZ_UNKNOWN),)
+$(error FUZZ=$(FUZZ): no fuzz target '$(FUZZ_UNKNOWN)'; the targets are: $(FUZZ_NAMES))
+endif
 endif
 FUZZ_CC     := clang
 FUZZ_CFLAGS := $(filter-out -O2,$(CFLAGS)) -O1 $(SAN_FLAGS)
@@ -68,10 +72,9 @@ fuzz-build: $(FUZZ_BINS)
 
 # Each target for FUZZ_SECONDS on one core; one line each (executions, executions per second,
 # coverage in edges, the corpus's size after the merge) is gathered in build/fuzz/report.txt.
-fuzz: fuzz-build
+fuzz: $(patsubst %,$(B)/fuzz/%,$(subst $(comma), ,$(FUZZ)))
 	@mkdir -p $(B)/fuzz/found $(B)/fuzz/crashes && : > $(B)/fuzz/report.txt
 	@for t in $(subst $(comma), ,$(FUZZ)); do \
-	  [ -x $(B)/fuzz/$$t ] || { echo "make fuzz: no target '$$t' (there are: $(FUZZ_NAMES))"; exit 2; }; \
 	  mkdir -p fuzz/corpus/$$t $(B)/fuzz/found/$$t; \
 	  echo "== $$t, $(FUZZ_SECONDS) s"; \
 	  $(B)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
