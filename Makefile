@@ -8,11 +8,35 @@ B        := build
 BIN      := $(B)/bin
 PYTHON   := /usr/bin/python3
 CC       := gcc
-CFLAGS   := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I. -Iinclude
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I. -Iinclude
+# The device models and parsers alone (unit tests under SANITIZE=1, fuzz targets' replays) with
+# AddressSanitizer and UndefinedBehaviorSanitizer, in build/obj-asan.
+SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_CFLAGS := $(filter-out -O2,$(BASE_CFLAGS)) -O1 $(SAN_FLAGS)
+
+# SANITIZE=1 (e.g. make test SANITIZE=1): build/bin/ring3, the stub's test driver and the test
+# harnesses with UndefinedBehaviorSanitizer and LeakSanitizer, in build/obj-san, and the device
+# unit tests with AddressSanitizer too. Not the monitor with AddressSanitizer: its shadow memory
+# begins at 0x7fff8000, inside the low 4 GiB that the guest's memory needs (ring3 says so and
+# stops). Not the stub image either: it runs without libc, which the sanitizers' runtimes need.
+# build/.sanitize records which build the binaries are, so that switching relinks them.
+SANITIZE ?=
+ifeq ($(SANITIZE),)
+OBJ    := $(B)/obj
+CFLAGS := $(BASE_CFLAGS)
+else ifeq ($(SANITIZE),1)
+OBJ    := $(B)/obj-san
+CFLAGS := $(BASE_CFLAGS) -fsanitize=undefined,leak -fno-sanitize-recover=all -fno-omit-frame-pointer
+else
+$(error SANITIZE=$(SANITIZE): the only value is SANITIZE=1)
+endif
+LDFLAGS   := $(filter -fsanitize=%,$(CFLAGS))
+SAN_STAMP := $(B)/.sanitize
+$(shell mkdir -p $(B); [ "$$(cat $(SAN_STAMP) 2>/dev/null)" = "$(SANITIZE)" ] || echo "$(SANITIZE)" > $(SAN_STAMP))
 JOBS     ?= $(shell nproc)
 
 # Debian packages, installed when missing (tools/install-deps.sh is idempotent and quick when done).
-DEPS := gcc gcc-multilib binutils make python3 python3-pytest python3-capstone libcapstone-dev libslirp-dev \
+DEPS := gcc gcc-multilib binutils make python3 python3-pytest python3-hypothesis python3-capstone libcapstone-dev libslirp-dev \
         gdb qemu-system-x86 linux-source-6.12 busybox-static:i386 python3-matplotlib \
         bison flex bc libelf-dev libssl-dev cpio xz-utils mmdebstrap arch-test e2fsprogs \
         openssh-client iperf3 iputils-ping passt
@@ -43,7 +67,7 @@ soak: all $(TEST_DEPS)
 	RING3_SOAK=1 $(PYTHON) -m pytest -q --durations=10 $(SOAK_TESTS)
 
 clean:
-	rm -rf $(B)/bin $(B)/obj $(B)/tests $(B)/testguests
+	rm -rf $(B)/bin $(B)/obj $(B)/obj-san $(B)/obj-asan $(B)/fuzz $(B)/tests $(B)/testguests
 
 # The default guest: Linux with the busybox initramfs, on this terminal (README).
 # ROOT=debian: the same kernel with build/rootfs.img (make rootfs) as its root disk;

@@ -46,7 +46,7 @@ $(eval $(call BENCH_VARIANT,plain,$(CC)))
 $(eval $(call BENCH_VARIANT,ring3,$(CC) -B $(B)/asbin/))
 
 # The IKC channel alone, between two processes (bench/ikc_channel.c, with ikc/ as the monitor has it).
-IKC_OBJS := $(patsubst %,$(B)/obj/%.o,$(sort $(wildcard ikc/*.c)) lib/fail.c hw/clock.c)
+IKC_OBJS := $(patsubst %,$(OBJ)/%.o,$(sort $(wildcard ikc/*.c)) lib/fail.c hw/clock.c)
 $(B)/bench/ikc-channel: bench/ikc_channel.c $(IKC_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(IKC_OBJS)

@@ -14,27 +14,21 @@ FUZZ_NAMES   := $(patsubst fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
 FUZZ_LIBSRCS := $(sort $(wildcard hw/*.c virtio/*.c block/*.c net/*.c ikc/*.c machine/*.c boot/*.c \
                   lib/*.c x86/*.c)) monitor/cpu/insert_decode.c fuzz/guest.c
 FUZZ_LIBS    := -lcapstone -lslirp
-SAN_FLAGS    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SECONDS ?= 60
 FUZZ         ?= $(FUZZ_NAMES)
 FUZZ_DEPS    := clang libclang-rt-14-dev
 comma        := ,
 
 # The replay build (gcc), part of `make test`.
-REPLAY_CFLAGS := $(filter-out -O2,$(CFLAGS)) -O1 $(SAN_FLAGS)
 REPLAY_OBJS   := $(patsubst %,$(B)/obj-asan/%.o,$(FUZZ_LIBSRCS))
 REPLAY_BINS   := $(patsubst %,$(B)/tests/fuzz/%,$(FUZZ_NAMES))
-
-$(B)/obj-asan/%.c.o: %.c
-	@mkdir -p $(@D)
-	$(CC) $(REPLAY_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(B)/obj-asan/libfuzzed.a: $(REPLAY_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/tests/fuzz/%: fuzz/fuzz_%.c fuzz/replay.c $(B)/obj-asan/libfuzzed.a
 	@mkdir -p $(@D)
-	$(CC) $(REPLAY_CFLAGS) -MMD -MP -o $@ fuzz/fuzz_$*.c fuzz/replay.c $(B)/obj-asan/libfuzzed.a $(FUZZ_LIBS)
+	$(CC) $(ASAN_CFLAGS) -MMD -MP -o $@ fuzz/fuzz_$*.c fuzz/replay.c $(B)/obj-asan/libfuzzed.a $(FUZZ_LIBS)
 
 TEST_DEPS += $(REPLAY_BINS)
 -include $(REPLAY_OBJS:.o=.d) $(REPLAY_BINS:=.d)
@@ -50,7 +44,7 @@ $(error FUZZ=$(FUZZ): no fuzz target '$(FUZZ_UNKNOWN)'; the targets are: $(FUZZ_
 endif
 endif
 FUZZ_CC     := clang
-FUZZ_CFLAGS := $(filter-out -O2,$(CFLAGS)) -O1 $(SAN_FLAGS)
+FUZZ_CFLAGS := $(ASAN_CFLAGS)
 FUZZ_OBJS   := $(patsubst %,$(B)/fuzz/obj/%.o,$(FUZZ_LIBSRCS))
 FUZZ_BINS   := $(patsubst %,$(B)/fuzz/%,$(FUZZ_NAMES))
 

@@ -22,7 +22,7 @@ $(B)/obj/stubimg/stub.c.o: stub/stub.c
 $(B)/obj/stubimg/entry.S.o: stub/entry.S
 
 # The embedded image: .incbin is invisible to -MMD, hence the explicit prerequisite.
-$(B)/obj/stub/blob.S.o: stub/blob.S $(BIN)/ring3-stub
+$(OBJ)/stub/blob.S.o: stub/blob.S $(BIN)/ring3-stub
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DSTUB_IMAGE='"$(BIN)/ring3-stub"' -c -o $@ $<
 
@@ -37,9 +37,9 @@ $(B)/tests/stub/guest.bin: $(B)/tests/stub/guest.o
 	objcopy -O binary -j .text $(@:.bin=.elf) $@
 
 $(B)/tests/stub/test_stub: tests/stub/test_stub.c tests/stub/guest.h stub/host.c stub/host.h stub/trace.c stub/trace.h $(STUB_HDRS) \
-                           $(B)/obj/stub/blob.S.o $(B)/tests/stub/guest.bin
+                           $(OBJ)/stub/blob.S.o $(B)/tests/stub/guest.bin $(SAN_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Istub -Itests/stub -DGUEST_BIN='"$(B)/tests/stub/guest.bin"' -o $@ \
-	    tests/stub/test_stub.c stub/host.c stub/trace.c $(B)/obj/stub/blob.S.o
+	    tests/stub/test_stub.c stub/host.c stub/trace.c $(OBJ)/stub/blob.S.o
 
 TEST_DEPS += $(B)/tests/stub/test_stub

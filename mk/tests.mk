@@ -3,7 +3,7 @@
 
 HARNESS_SRCS := tests/semantics/harness.c monitor/cpu/runtime.S monitor/cpu/runtime.c monitor/cpu/operand.c
 
-$(B)/tests/semantics/harness: $(HARNESS_SRCS) include/ring3/abi.h monitor/cpu/shared.h monitor/cpu/runtime.h monitor/cpu/operand.h
+$(B)/tests/semantics/harness: $(HARNESS_SRCS) $(SAN_STAMP) include/ring3/abi.h monitor/cpu/shared.h monitor/cpu/runtime.h monitor/cpu/operand.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $(HARNESS_SRCS)
 
@@ -11,7 +11,7 @@ TEST_DEPS += $(B)/tests/semantics/harness $(BIN)/ring3-as
 
 INSERT_DECODE_SRCS := tests/insert/decode.c monitor/cpu/insert_decode.c x86/sensitive.c
 
-$(B)/tests/insert/decode: $(INSERT_DECODE_SRCS) include/ring3/abi.h monitor/cpu/insert.h x86/sensitive.h x86/capstone_regs.h monitor/cpu/operand.h
+$(B)/tests/insert/decode: $(INSERT_DECODE_SRCS) $(SAN_STAMP) include/ring3/abi.h monitor/cpu/insert.h x86/sensitive.h x86/capstone_regs.h monitor/cpu/operand.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $(INSERT_DECODE_SRCS) -lcapstone
 
