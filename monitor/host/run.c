@@ -41,6 +41,12 @@ static void serial_tx(void *opaque, uint8_t byte)
     guest_console_putc(byte);
 }
 
+/* The options and the devices' configuration live as long as the run, as the above do: a run
+ * that stops at bad input leaves what they hold (the disks' names, the images opened and
+ * locked) to exit, reachable, and not leaked. */
+static struct r3_options o;
+static struct platform_config cfg = {.console_tx = serial_tx};
+
 static double seconds_since(uint64_t t0)
 {
     return (double)(events_now() - t0) / 1e9;
@@ -162,7 +168,6 @@ static int open_served(const struct r3_options *o, struct platform_config *cfg)
 
 int run_main(int argc, char **argv)
 {
-    struct r3_options o;
     struct boot_state bs;
     struct vcpu *v = &the_vcpu;
     uint8_t *cmd_archive = NULL;
@@ -172,7 +177,6 @@ int run_main(int argc, char **argv)
     int r = options_parse(argc, argv, &o);
     if (r != OPTIONS_RUN)
         return r;
-    struct platform_config cfg = {.console_tx = serial_tx};
     if ((r = open_disks(&o, &cfg)))
         return r;
     v->host_sysenter_pad = host_probe_sysenter();
@@ -194,11 +198,11 @@ int run_main(int argc, char **argv)
      * synchronised (the host has constant_tsc and nonstop_tsc to give). */
     char linux_defaults[64];
     snprintf(linux_defaults, sizeof linux_defaults, "tsc_early_khz=%u tsc=reliable", cpu_tsc_khz());
-    if ((r = loader_load(&gm, o.kernel, append, linux_defaults, o.initrd, cmd_archive, cmd_len,
-                         &bs)))
-        return r;
+    r = loader_load(&gm, o.kernel, append, linux_defaults, o.initrd, cmd_archive, cmd_len, &bs);
     free(cmd_archive);
     free(append);
+    if (r)
+        return r;
     if (o.cmd && !bs.linux_boot)
         return bad_input("--cmd needs a Linux kernel with ring3's initramfs; '%s' is a "
                 "Multiboot kernel", o.kernel);
