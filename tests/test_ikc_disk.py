@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import RING3
+from conftest import RING3, SOAK
 from test_debian import DEBIAN, IMAGE, TIMEOUT, fsck_clean, host_file_sha256, image  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not IMAGE.exists(), reason="make rootfs builds build/rootfs.img")
@@ -128,11 +128,12 @@ def test_a_disk_nobody_serves_is_one_line(group):
     assert "serves a disk 'nothing'" in p.stderr, p.stderr
 
 
+@pytest.mark.skipif(not SOAK, reason="make soak runs it (about 4 minutes); bench/table_shimos.py too")
 def test_gnu_patch_builds_on_a_served_root(group):
     """GNU patch's upstream source, configured and built with the Debian root's gcc on a root
     another ring3 serves (snapshot=on on the server: the image stays as it is); the built patch
-    runs. In-process guest processes (--isolation none), the faster mode, to keep the suite short;
-    bench/table_shimos.py times both roots."""
+    runs. In-process guest processes (--isolation none), the faster mode; bench/table_shimos.py
+    times both roots."""
     server = serve(group, f"{IMAGE},snapshot=on")
     try:
         p = subprocess.run([RING3, "run", "--isolation", "none", "-m", "1G", "--ikc", group,

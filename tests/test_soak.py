@@ -1,0 +1,129 @@
+"""The soak (`make soak` only; SOAK_MINUTES, default 60): two guests side by side for that long.
+
+- The Debian root (snapshot=on: the image stays as it is) builds GNU patch 2.7.6 with its own gcc
+  in a loop, each build's patch run once, in the default isolation.
+- The default guest beside it stresses guest processes in a loop: a storm of 200 forks, the
+  hostile program's every attempt (guest/programs/hostile.c), and signals at many points of a
+  computing process (guest/programs/sigstress.c).
+
+Every 30 s the monitors' private memory (RssAnon: the heap and stacks; guest RAM is a shared
+memfd, which the guest fills as it likes) and open descriptors are sampled. From the end of the
+first build on, neither may grow past a bound, the guests' kernels may log no BUG, Oops or
+WARNING, and every loop must have gone round without a failure.
+"""
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import RING3, SOAK
+from test_debian import DEBIAN, IMAGE
+
+pytestmark = pytest.mark.skipif(not SOAK, reason="make soak runs it (SOAK_MINUTES)")
+
+MINUTES = float(os.environ.get("SOAK_MINUTES", "60"))
+SAMPLE_SECONDS = 30
+RSS_GROWTH_KIB = 8 * 1024       # what a leak of a few bytes per guest process would pass
+FD_GROWTH = 8                   # descriptors of processes alive at a sample come and go
+KERNEL_TROUBLE = re.compile(r"BUG|Oops|WARNING|general protection|segfault")
+
+# Each loop runs until the guest's own clock passes its end, then prints the kernel's complaints.
+BUILD_LOOP = """end=$(( $(date +%s) + {seconds} )); n=0
+while [ $(date +%s) -lt $end ]; do
+  rm -rf /root/soak && mkdir /root/soak && cd /root/soak && tar xf /usr/src/patch-2.7.6.tar.xz &&
+  cd patch-2.7.6 && ./configure >/dev/null 2>&1 && make -j1 >/dev/null 2>&1 &&
+  ./src/patch --version | grep -q 'GNU patch 2.7.6' || {{ echo "round $n failed"; break; }}
+  n=$((n+1)); echo "round $n"
+done
+echo "rounds $n"; dmesg | grep -E '{trouble}' | sed 's/^/kernel: /'"""
+
+STRESS_LOOP = """end=$(( $(date +%s) + {seconds} )); n=0
+while [ $(date +%s) -lt $end ]; do
+  i=0; while [ $i -lt 200 ]; do true & i=$((i+1)); done; wait
+  hostile all /tmp/mark >/tmp/hostile.out || {{ echo "round $n: hostile failed"; break; }}
+  sigstress 300 >/dev/null || {{ echo "round $n: sigstress failed"; break; }}
+  n=$((n+1)); echo "round $n"
+done
+echo "rounds $n"; dmesg | grep -E '{trouble}' | sed 's/^/kernel: /'"""
+
+
+def private_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"^RssAnon:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+def descriptors(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+class Guest:
+    """One ring3 running a loop; its lines are gathered as they come, with the time of each."""
+
+    def __init__(self, name, command, *options):
+        self.name = name
+        self.p = subprocess.Popen([RING3, "run", *options, "--cmd", command],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, text=True)
+        self.lines = []
+        self.samples = []       # (seconds since start, RssAnon KiB, descriptors)
+        self.first_round = None
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        for line in self.p.stdout:
+            self.lines.append(line.rstrip("\n"))
+            if self.first_round is None and line.startswith("round 1"):
+                self.first_round = len(self.samples)
+
+    def sample(self, t):
+        try:
+            self.samples.append((t, private_kib(self.p.pid), descriptors(self.p.pid)))
+        except (FileNotFoundError, ProcessLookupError, AttributeError):
+            pass    # it has just ended
+
+    def growth(self):
+        """RssAnon and descriptor growth from the first sample after the first round to the
+        largest later one."""
+        start = self.first_round if self.first_round is not None else len(self.samples)
+        after = self.samples[start:]
+        assert len(after) >= 2, f"{self.name}: too few samples after the first round: {self.lines[-20:]}"
+        return (max(s[1] for s in after) - after[0][1], max(s[2] for s in after) - after[0][2])
+
+
+def test_soak_build_and_stress_without_growth():
+    seconds = int(MINUTES * 60)
+    build = Guest("build", BUILD_LOOP.format(seconds=seconds, trouble=KERNEL_TROUBLE.pattern),
+                  "-m", "1G", "--disk", f"{IMAGE},snapshot=on", *DEBIAN)
+    stress = Guest("stress", STRESS_LOOP.format(seconds=seconds, trouble=KERNEL_TROUBLE.pattern))
+    guests = (build, stress)
+    start = time.monotonic()
+    deadline = start + seconds + 15 * 60        # a last build round and the shut-down
+    try:
+        while any(g.p.poll() is None for g in guests):
+            assert time.monotonic() < deadline, [g.lines[-10:] for g in guests]
+            for g in guests:
+                g.sample(time.monotonic() - start)
+            time.sleep(SAMPLE_SECONDS)
+    finally:
+        for g in guests:
+            if g.p.poll() is None:
+                g.p.kill()
+            g.p.wait()
+    report = []
+    for g in guests:
+        rss, fds = g.growth()
+        report.append(f"{g.name}: {g.lines[-1] if g.lines else '-'}; RssAnon +{rss} KiB, "
+                      f"descriptors +{fds}, {len(g.samples)} samples")
+    print("\n".join(report))
+    for g in guests:
+        out = "\n".join(g.lines[-30:])
+        assert g.p.returncode == 0, f"{g.name} exited {g.p.returncode}\n{out}"
+        assert not any(re.match(r"round \d+.* failed", line) for line in g.lines), f"{g.name}\n{out}"
+        assert not any(line.startswith("kernel: ") for line in g.lines), f"{g.name}\n{out}"
+        rounds = [line for line in g.lines if line.startswith("rounds ")]
+        assert rounds and int(rounds[0].split()[1]) >= 2, f"{g.name}\n{out}"
+        rss, fds = g.growth()
+        assert rss <= RSS_GROWTH_KIB and fds <= FD_GROWTH, "\n".join(report)
