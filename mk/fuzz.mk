@@ -71,7 +71,7 @@ fuzz: $(patsubst %,$(B)/fuzz/%,$(subst $(comma), ,$(FUZZ)))
 	@for t in $(subst $(comma), ,$(FUZZ)); do \
 	  mkdir -p fuzz/corpus/$$t $(B)/fuzz/found/$$t; \
 	  echo "== $$t, $(FUZZ_SECONDS) s"; \
-	  $(B)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  $(B)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -close_fd_mask=3 \
 	      -artifact_prefix=$(B)/fuzz/crashes/$$t- $(B)/fuzz/found/$$t fuzz/corpus/$$t \
 	      2> $(B)/fuzz/$$t.log || { tail -40 $(B)/fuzz/$$t.log; \
 	      echo "make fuzz: $$t failed; the input is in $(B)/fuzz/crashes/ (add it to fuzz/regressions/$$t)"; exit 1; }; \

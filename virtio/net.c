@@ -148,7 +148,10 @@ static void chain_fill(const struct vq_chain *c, const uint8_t *hdr, size_t hdr_
     size_t in_hdr = from < hdr_len ? hdr_len - from : 0;
     if (in_hdr > len)
         in_hdr = len;
-    chain_write(c, 0, hdr + from, in_hdr);
+    /* From a later chain on, (from) lies past the header: as in tx_split, no pointer beyond
+     * its array (C11 6.5.6p8). */
+    if (in_hdr)
+        chain_write(c, 0, hdr + from, in_hdr);
     chain_write_iov(c, in_hdr, iov, niov, from + in_hdr - hdr_len, len - in_hdr);
 }
 
@@ -325,7 +328,10 @@ static int tx_split(struct virtio_net *n, const struct vq_chain *c, struct net_h
         size_t in_hdr = total < hdr_len ? hdr_len - total : 0;
         if (in_hdr > b->len)
             in_hdr = b->len;
-        memcpy(hdr + total, b->ptr, in_hdr);
+        /* Only while the header is still being gathered: past it, hdr + total would point
+         * beyond the array, which C11 6.5.6p8 leaves undefined even for a copy of 0 bytes. */
+        if (in_hdr)
+            memcpy(hdr + total, b->ptr, in_hdr);
         if (b->len > in_hdr)
             n->tx_iov[niov++] = (struct iovec){ b->ptr + in_hdr, b->len - in_hdr };
         total += b->len;
