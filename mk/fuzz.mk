@@ -2,8 +2,8 @@
 # input) in two builds:
 # - build/fuzz/<name>: libFuzzer with AddressSanitizer and UndefinedBehaviorSanitizer, through
 #   Debian's clang, for `make fuzz` (FUZZ_SECONDS each, default 60; FUZZ=name,... for some). It
-#   searches from fuzz/corpus/<name>, and what it finds that adds coverage is merged back there
-#   (commit it). A crash stops the run, with the input in build/fuzz/crashes/.
+#   searches from fuzz/corpus/<name> and build/fuzz/found/<name> (what it found before), and the
+#   inputs that cover new edges are merged back into fuzz/corpus/<name> (commit them). A crash stops the run, with the input in build/fuzz/crashes/.
 # - build/tests/fuzz/<name>: the same target with fuzz/replay.c for a main, through gcc with the
 #   same sanitizers, which `make test` runs over fuzz/corpus/<name> and fuzz/regressions/<name>
 #   (the inputs that found bugs) without clang (tests/test_fuzz.py).
@@ -75,7 +75,7 @@ fuzz: $(patsubst %,$(B)/fuzz/%,$(subst $(comma), ,$(FUZZ)))
 	      -artifact_prefix=$(B)/fuzz/crashes/$$t- $(B)/fuzz/found/$$t fuzz/corpus/$$t \
 	      2> $(B)/fuzz/$$t.log || { tail -40 $(B)/fuzz/$$t.log; \
 	      echo "make fuzz: $$t failed; the input is in $(B)/fuzz/crashes/ (add it to fuzz/regressions/$$t)"; exit 1; }; \
-	  $(B)/fuzz/$$t -merge=1 fuzz/corpus/$$t $(B)/fuzz/found/$$t 2> $(B)/fuzz/$$t.merge.log; \
+	  $(B)/fuzz/$$t -merge=1 -use_counters=0 fuzz/corpus/$$t $(B)/fuzz/found/$$t 2> $(B)/fuzz/$$t.merge.log; \
 	  printf '%s: %s execs, %s/s, edges %s, corpus %s files\n' $$t \
 	    $$(sed -n 's/^stat::number_of_executed_units: *//p' $(B)/fuzz/$$t.log) \
 	    $$(sed -n 's/^stat::average_exec_per_sec: *//p' $(B)/fuzz/$$t.log) \
