@@ -279,6 +279,13 @@ int net_offload_apply(const struct net_hdr *h, uint8_t *frame, size_t len, net_e
     struct layout t;
     if ((*why = parse_tcp(frame, len, gso == NET_HDR_GSO_TCPV6, &t)))
         return -1;
+    /* RFC 791: an IPv4 packet's Total Length is 16 bits. A frame of 65550 bytes with gso_size
+     * over its payload would be one segment of 65536: its length field would wrap to 0. */
+    size_t first = len - t.end < h->gso_size ? len - t.end : h->gso_size;
+    if (!t.v6 && t.end - t.l3 + first > 0xFFFF) {
+        *why = "TCP segmentation into IPv4 packets over 65535 bytes";
+        return -1;
+    }
 
     /* Segment i is built at i * mss: its copy of the headers goes just before its payload,
      * over the end of segment i - 1, which was emitted. */
