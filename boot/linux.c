@@ -99,17 +99,19 @@ int linux_parse_bzimage(const char *name, const uint8_t *head, size_t len, uint6
 void linux_vmlinux_image(struct linux_image *li)
 {
     memset(li, 0, sizeof(*li));
-    /* A made-up header: the fields a 32-bit entry reads, as a bzImage of protocol 2.15 has them. */
+    /* A made-up header: the fields a 32-bit entry reads, as a bzImage of protocol 2.15 has them.
+     * Offsets into hdr are taken (OFF - BP_HDR) first: hdr + OFF alone points past the array,
+     * which C leaves undefined (C11 6.5.6p8). */
     li->hdr_len = OFF_INIT_SIZE + 4 - BP_HDR;
-    put16(li->hdr + OFF_BOOT_FLAG - BP_HDR, 0xAA55);
-    memcpy(li->hdr + OFF_HEADER - BP_HDR, "HdrS", 4);
-    put16(li->hdr + OFF_VERSION - BP_HDR, 0x020f);
-    put16(li->hdr + OFF_VID_MODE - BP_HDR, 0xffff);       /* "normal" */
+    put16(li->hdr + (OFF_BOOT_FLAG - BP_HDR), 0xAA55);
+    memcpy(li->hdr + (OFF_HEADER - BP_HDR), "HdrS", 4);
+    put16(li->hdr + (OFF_VERSION - BP_HDR), 0x020f);
+    put16(li->hdr + (OFF_VID_MODE - BP_HDR), 0xffff);       /* "normal" */
     li->hdr[OFF_LOADFLAGS - BP_HDR] = LOADED_HIGH;
     li->cmdline_max = VMLINUX_CMDLINE_MAX;
     li->initrd_addr_max = DEFAULT_INITRD_ADDR_MAX;
-    put32(li->hdr + OFF_INITRD_ADDR_MAX - BP_HDR, li->initrd_addr_max);
-    put32(li->hdr + OFF_CMDLINE_SIZE - BP_HDR, li->cmdline_max);
+    put32(li->hdr + (OFF_INITRD_ADDR_MAX - BP_HDR), li->initrd_addr_max);
+    put32(li->hdr + (OFF_CMDLINE_SIZE - BP_HDR), li->cmdline_max);
 }
 
 int linux_check_initrd(const char *name, const uint8_t *h, size_t n)
@@ -148,7 +150,9 @@ uint64_t linux_initrd_addr(const struct linux_image *li, uint64_t size, uint64_t
 
     if (li->initrd_addr_max && (uint64_t)li->initrd_addr_max + 1 < top)
         top = (uint64_t)li->initrd_addr_max + 1;
-    if (size > top || top - size < floor)
+    /* Compare the address rounded down to its page with (floor): the rounding alone can move
+     * the initrd below (floor), over the end of the kernel. */
+    if (size > top || ((top - size) & ~(uint64_t)(GM_PAGE_SIZE - 1)) < floor)
         return 0;
     return (top - size) & ~(uint64_t)(GM_PAGE_SIZE - 1);
 }

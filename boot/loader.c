@@ -460,11 +460,20 @@ int loader_load(struct guestmem *gm, const char *kernel, const char *append,
         if (initrd) {
             initrd_addr = linux_initrd_addr(&k->li, initrd_size, usable, total);
             if (!initrd_addr)
-                total += initrd_size;   /* too_big says how much more is needed */
+                /* too_big says how much more is needed: the initrd starts on a page */
+                total = ((total + GM_PAGE_SIZE - 1) & ~(uint64_t)(GM_PAGE_SIZE - 1)) + initrd_size;
         }
     }
     if (total > usable) {
         err = too_big(k, initrd, usable, total);
+        goto out;
+    }
+    /* RAM holds it, but not below the kernel's initrd_addr_max ("the highest address that may
+     * be occupied by the initial ramdisk", boot.rst): 0 is no address to put it at. */
+    if (!multiboot && initrd && !initrd_addr) {
+        err = bad_input("initrd '%s' does not fit between the kernel '%s' and the highest address "
+                        "it takes an initrd at (initrd_addr_max 0x%x)", initrd, kernel,
+                        k->li.initrd_addr_max);
         goto out;
     }
 

@@ -13,9 +13,12 @@
 
 static bool parse_tcp(const char *spec, struct sockaddr_in *a)
 {
+    /* The prefix first: a spec shorter than "tcp:" has no (spec + 4) to search. */
+    if (strncmp(spec, "tcp:", 4))
+        return false;
     const char *rest = spec + 4, *colon = strrchr(rest, ':');
     char host[64] = "127.0.0.1", *end;
-    if (strncmp(spec, "tcp:", 4) || !colon || colon - rest >= (long)sizeof host)
+    if (!colon || colon - rest >= (long)sizeof host)
         return false;
     if (colon > rest) {
         memcpy(host, rest, (size_t)(colon - rest));

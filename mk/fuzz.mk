@@ -12,7 +12,7 @@
 FUZZ_SRCS    := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_NAMES   := $(patsubst fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
 FUZZ_LIBSRCS := $(sort $(wildcard hw/*.c virtio/*.c block/*.c net/*.c ikc/*.c machine/*.c boot/*.c \
-                  lib/*.c x86/*.c)) monitor/cpu/insert_decode.c fuzz/guest.c
+                  lib/*.c x86/*.c)) memory/guestmem.c monitor/cpu/insert_decode.c monitor/host/options.c fuzz/guest.c
 FUZZ_LIBS    := -lcapstone -lslirp
 FUZZ_SECONDS ?= 60
 FUZZ         ?= $(FUZZ_NAMES)
@@ -26,12 +26,14 @@ REPLAY_BINS   := $(patsubst %,$(B)/tests/fuzz/%,$(FUZZ_NAMES))
 $(B)/obj-asan/libfuzzed.a: $(REPLAY_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/tests/fuzz/%: fuzz/fuzz_%.c fuzz/replay.c $(B)/obj-asan/libfuzzed.a
+# Each target an object of its own (build/obj-asan's rule, in mk/monitor.mk), so that its .d
+# names every header it includes.
+$(B)/tests/fuzz/%: $(B)/obj-asan/fuzz/fuzz_%.c.o $(B)/obj-asan/fuzz/replay.c.o $(B)/obj-asan/libfuzzed.a
 	@mkdir -p $(@D)
-	$(CC) $(ASAN_CFLAGS) -MMD -MP -o $@ fuzz/fuzz_$*.c fuzz/replay.c $(B)/obj-asan/libfuzzed.a $(FUZZ_LIBS)
+	$(CC) $(ASAN_CFLAGS) -o $@ $^ $(FUZZ_LIBS)
 
 TEST_DEPS += $(REPLAY_BINS)
--include $(REPLAY_OBJS:.o=.d) $(REPLAY_BINS:=.d)
+-include $(REPLAY_OBJS:.o=.d) $(patsubst %,$(B)/obj-asan/fuzz/fuzz_%.c.d,$(FUZZ_NAMES))
 
 # The libFuzzer build (clang), for `make fuzz` only: clang is installed then, not for make test.
 ifneq ($(filter fuzz fuzz-build,$(MAKECMDGOALS)),)
@@ -55,11 +57,11 @@ $(B)/fuzz/obj/%.c.o: %.c
 $(B)/fuzz/obj/libfuzzed.a: $(FUZZ_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/fuzz/%: fuzz/fuzz_%.c $(B)/fuzz/obj/libfuzzed.a
+$(B)/fuzz/%: $(B)/fuzz/obj/fuzz/fuzz_%.c.o $(B)/fuzz/obj/libfuzzed.a
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(B)/fuzz/obj/libfuzzed.a $(FUZZ_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(FUZZ_LIBS)
 
--include $(FUZZ_OBJS:.o=.d) $(FUZZ_BINS:=.d)
+-include $(FUZZ_OBJS:.o=.d) $(patsubst %,$(B)/fuzz/obj/fuzz/fuzz_%.c.d,$(FUZZ_NAMES))
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)

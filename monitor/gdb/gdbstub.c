@@ -57,11 +57,6 @@ static struct watchpoint wps[BP_SLOTS];
 
 /* ---- the address ---- */
 
-bool gdb_spec_valid(const char *spec)
-{
-    return listen_spec_valid(spec, true);
-}
-
 int gdb_start(struct vcpu *v, const char *spec, bool wait)
 {
     if ((listen_fd = listen_on(spec)) < 0) {

@@ -22,8 +22,6 @@
  * Returns 0, or -1 after printing one line that says why. */
 int gdb_start(struct vcpu *v, const char *spec, bool wait);
 
-/* Whether (spec) is a valid --gdb address, for option parsing. */
-bool gdb_spec_valid(const char *spec);
 
 /* A timer tick or hlt: take a new client or its Ctrl-C, and stop there if one came. */
 void gdb_poll(struct vcpu *v);

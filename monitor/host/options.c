@@ -3,11 +3,10 @@
 
 #include "ikc/channel.h"
 #include "lib/fail.h"
+#include "lib/listen.h"
 #include "lib/optlist.h"
 #include "lib/version.h"
 #include "memory/guestmem.h"
-#include "monitor/gdb/gdbstub.h"
-#include "monitor/prompt/prompt.h"
 
 #include <ctype.h>
 #include <getopt.h>
@@ -217,7 +216,8 @@ static int parse_switch(const char *value, bool *out)
     return 0;
 }
 
-/* FILE[,readonly=on|off][,snapshot=on|off]. */
+/* FILE[,readonly=on|off][,snapshot=on|off]. What it allocates the options keep on success, and
+ * it frees on failure: a caller may parse again (the fuzz target does, many times). */
 static int parse_disk(const char *arg, struct r3_options *o)
 {
     struct disk_spec d;
@@ -232,28 +232,37 @@ static int parse_disk(const char *arg, struct r3_options *o)
     d = (struct disk_spec){ .path = path };
     if (!strncmp(path, "ikc:", 4)) {
         d = (struct disk_spec){ .served = path + 4 };
-        if (!ikc_name_ok(d.served))
+        if (!ikc_name_ok(d.served)) {
+            free(path);
             return bad_input("--disk '%s': a served disk's name is 1 to 32 of A-Z a-z 0-9 _ . - "
                     "(--disk ikc:NAME)", arg);
+        }
     }
     struct opt_flag f;
     for (const char *p = arg + n; opt_next_flag(&p, &f); ) {
         if (f.value && !strcmp(f.key, "export") && !d.served && ikc_name_ok(f.value)) {
+            free((char *)d.export_name);        /* the last export= counts */
             d.export_name = strdup(f.value);
             continue;
         }
         bool *target = f.value == NULL ? NULL :
                        !strcmp(f.key, "readonly") ? &d.readonly :
                        !strcmp(f.key, "snapshot") && !d.served ? &d.snapshot : NULL;
-        if (target == NULL || parse_switch(f.value, target))
+        if (target == NULL || parse_switch(f.value, target)) {
+            free(path);
+            free((char *)d.export_name);
             return bad_input("--disk '%s': '%.*s' is not readonly=on|off, snapshot=on|off or "
                     "export=NAME (file names with commas are not supported; ikc:NAME takes "
                     "readonly= only)", arg, f.len, f.text);
+        }
     }
     bool export = d.export_name != NULL;
     unsigned *count = export ? &o->nexports : &o->ndisks;
-    if (*count == OPTIONS_MAX_DISKS)
+    if (*count == OPTIONS_MAX_DISKS) {
+        free(path);
+        free((char *)d.export_name);
         return bad_input("too many --disk options; ring3 has %u disk slots", OPTIONS_MAX_DISKS);
+    }
     (export ? o->exports : o->disks)[(*count)++] = d;
     return 0;
 }
@@ -312,7 +321,8 @@ int options_parse_size(const char *s, uint64_t *bytes)
         return -1;
     total = sat_mul(whole, unit) + (frac * unit + frac_div - 1) / frac_div;
     total = (total + GM_PAGE_SIZE - 1) & ~(unsigned __int128)(GM_PAGE_SIZE - 1);
-    *bytes = total > UINT64_MAX ? UINT64_MAX : (uint64_t)total;
+    /* Saturated, still a whole number of pages (options.h). */
+    *bytes = total > UINT64_MAX ? UINT64_MAX & ~(uint64_t)(GM_PAGE_SIZE - 1) : (uint64_t)total;
     return 0;
 }
 
@@ -414,12 +424,12 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case 'S':
         case OPT_GDB_WAIT: o->gdb_wait = true; break;
         case OPT_GDB:
-            if (!gdb_spec_valid(optarg))
+            if (!listen_spec_valid(optarg, true))
                 return bad_input("--gdb '%s': give tcp:[HOST]:PORT (e.g. tcp::1234) or unix:PATH", optarg);
             o->gdb = optarg;
             break;
         case OPT_MONITOR:
-            if (!prompt_spec_valid(optarg))
+            if (!listen_spec_valid(optarg, false))
                 return bad_input("--monitor '%s': give unix:PATH", optarg);
             o->monitor = optarg;
             break;

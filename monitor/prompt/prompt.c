@@ -112,11 +112,6 @@ void prompt_key(struct vcpu *v, uint8_t c)
 
 /* ---- the socket ---- */
 
-bool prompt_spec_valid(const char *spec)
-{
-    return listen_spec_valid(spec, false);
-}
-
 int prompt_listen(const char *spec)
 {
     if ((listen_fd = listen_on(spec)) < 0) {

@@ -14,8 +14,6 @@
 
 #include "commands.h"
 
-/* Whether (spec) is a valid --monitor address: unix:PATH. */
-bool prompt_spec_valid(const char *spec);
 
 /* Listen on (spec). Returns 0, or -1 after printing one line that says why. */
 int prompt_listen(const char *spec);
