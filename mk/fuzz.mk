@@ -8,6 +8,8 @@
 #   same sanitizers, which `make test` runs over fuzz/corpus/<name> and fuzz/regressions/<name>
 #   (the inputs that found bugs) without clang (tests/test_fuzz.py).
 # The targets link the rooms they fuzz from a library of them, built once per compiler.
+# `make fuzz` also runs ring3-as's property test (tests/test_rewriter_fuzz.py, Hypothesis) with
+# examples drawn afresh, FUZZ_SECONDS * 15 of each property; `make test` runs 200, always the same.
 
 FUZZ_SRCS    := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_NAMES   := $(patsubst fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
@@ -15,7 +17,8 @@ FUZZ_LIBSRCS := $(sort $(wildcard hw/*.c virtio/*.c block/*.c net/*.c ikc/*.c ma
                   lib/*.c x86/*.c)) memory/guestmem.c monitor/cpu/insert_decode.c monitor/host/options.c fuzz/guest.c
 FUZZ_LIBS    := -lcapstone -lslirp
 FUZZ_SECONDS ?= 60
-FUZZ         ?= $(FUZZ_NAMES)
+# ring3as: tests/test_rewriter_fuzz.py with Hypothesis, about 15 examples a second, drawn afresh.
+FUZZ         ?= $(FUZZ_NAMES) ring3as
 FUZZ_DEPS    := clang libclang-rt-14-dev
 comma        := ,
 
@@ -40,7 +43,7 @@ ifneq ($(filter fuzz fuzz-build,$(MAKECMDGOALS)),)
 ifneq ($(shell tools/install-deps.sh $(FUZZ_DEPS) >&2; echo $$?),0)
 $(error tools/install-deps.sh failed; see the lines above)
 endif
-FUZZ_UNKNOWN := $(filter-out $(FUZZ_NAMES),$(subst $(comma), ,$(FUZZ)))
+FUZZ_UNKNOWN := $(filter-out $(FUZZ_NAMES) ring3as,$(subst $(comma), ,$(FUZZ)))
 ifneq ($(FUZZ_UNKNOWN),)
 $(error FUZZ=$(FUZZ): no fuzz target '$(FUZZ_UNKNOWN)'; the targets are: $(FUZZ_NAMES))
 endif
@@ -68,9 +71,15 @@ fuzz-build: $(FUZZ_BINS)
 
 # Each target for FUZZ_SECONDS on one core; one line each (executions, executions per second,
 # coverage in edges, the corpus's size after the merge) is gathered in build/fuzz/report.txt.
-fuzz: $(patsubst %,$(B)/fuzz/%,$(subst $(comma), ,$(FUZZ)))
+fuzz: $(patsubst %,$(B)/fuzz/%,$(filter-out ring3as,$(subst $(comma), ,$(FUZZ)))) $(BIN)/ring3-as $(B)/tests/insert/decode
 	@mkdir -p $(B)/fuzz/found $(B)/fuzz/crashes && : > $(B)/fuzz/report.txt
 	@for t in $(subst $(comma), ,$(FUZZ)); do \
+	  if [ $$t = ring3as ]; then \
+	    echo "== ring3as, $$(( $(FUZZ_SECONDS) * 15 )) examples of each property"; \
+	    RING3_FUZZ_EXAMPLES=$$(( $(FUZZ_SECONDS) * 15 )) $(PYTHON) -m pytest -q tests/test_rewriter_fuzz.py \
+	      > $(B)/fuzz/ring3as.log 2>&1 || { tail -60 $(B)/fuzz/ring3as.log; exit 1; }; \
+	    echo "ring3as: $$(tail -1 $(B)/fuzz/ring3as.log)" | tee -a $(B)/fuzz/report.txt; continue; \
+	  fi; \
 	  mkdir -p fuzz/corpus/$$t $(B)/fuzz/found/$$t; \
 	  echo "== $$t, $(FUZZ_SECONDS) s"; \
 	  $(B)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -close_fd_mask=3 \

@@ -10,6 +10,11 @@ Every 30 s the monitors' private memory (RssAnon: the heap and stacks; guest RAM
 memfd, which the guest fills as it likes) and open descriptors are sampled. From the end of the
 first build on, neither may grow past a bound, the guests' kernels may log no BUG, Oops or
 WARNING, and every loop must have gone round without a failure.
+
+The bound on memory allows for the address-space cache: each of its --stubs slots (16 by
+default) has a table of the 1M pages it maps (monitor/mmu/mmu.c, struct tlb: about 4.6 MiB),
+which fills as the slot is reused, a step at a time. The stress guest runs with --stubs 2, so
+that its slots are reused all the time and the allowance stays small there.
 """
 import os
 import re
@@ -27,8 +32,11 @@ pytestmark = pytest.mark.skipif(not SOAK, reason="make soak runs it (SOAK_MINUTE
 MINUTES = float(os.environ.get("SOAK_MINUTES", "60"))
 SAMPLE_SECONDS = 30
 RSS_GROWTH_KIB = 8 * 1024       # what a leak of a few bytes per guest process would pass
+TLB_KIB = 4736                  # struct tlb: frame[1M] of 4 bytes and five bitmaps of 1M bits
 FD_GROWTH = 8                   # descriptors of processes alive at a sample come and go
-KERNEL_TROUBLE = re.compile(r"BUG|Oops|WARNING|general protection|segfault")
+# Not "segfault" or "general protection": the hostile program's every attempt ends in one, and
+# the kernel logs it.
+KERNEL_TROUBLE = re.compile(r"BUG|Oops|WARNING|Call Trace")
 
 # Each loop runs until the guest's own clock passes its end, then prints the kernel's complaints.
 BUILD_LOOP = """end=$(( $(date +%s) + {seconds} )); n=0
@@ -62,9 +70,10 @@ def descriptors(pid):
 class Guest:
     """One ring3 running a loop; its lines are gathered as they come, with the time of each."""
 
-    def __init__(self, name, command, *options):
+    def __init__(self, name, stubs, command, *options):
         self.name = name
-        self.p = subprocess.Popen([RING3, "run", *options, "--cmd", command],
+        self.stubs = stubs
+        self.p = subprocess.Popen([RING3, "run", "--stubs", str(stubs), *options, "--cmd", command],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, text=True)
         self.lines = []
@@ -97,9 +106,9 @@ class Guest:
 
 def test_soak_build_and_stress_without_growth():
     seconds = int(MINUTES * 60)
-    build = Guest("build", BUILD_LOOP.format(seconds=seconds, trouble=KERNEL_TROUBLE.pattern),
+    build = Guest("build", 16, BUILD_LOOP.format(seconds=seconds, trouble=KERNEL_TROUBLE.pattern),
                   "-m", "1G", "--disk", f"{IMAGE},snapshot=on", *DEBIAN)
-    stress = Guest("stress", STRESS_LOOP.format(seconds=seconds, trouble=KERNEL_TROUBLE.pattern))
+    stress = Guest("stress", 2, STRESS_LOOP.format(seconds=seconds, trouble=KERNEL_TROUBLE.pattern))
     guests = (build, stress)
     start = time.monotonic()
     deadline = start + seconds + 15 * 60        # a last build round and the shut-down
@@ -129,4 +138,4 @@ def test_soak_build_and_stress_without_growth():
         rounds = [line for line in g.lines if line.startswith("rounds ")]
         assert rounds and int(rounds[0].split()[1]) >= 1, f"{g.name}\n{out}"
         rss, fds = g.growth()
-        assert rss <= RSS_GROWTH_KIB and fds <= FD_GROWTH, "\n".join(report)
+        assert rss <= RSS_GROWTH_KIB + g.stubs * TLB_KIB and fds <= FD_GROWTH, "\n".join(report)

@@ -21,11 +21,14 @@ MODES = ("rewrite", "insert", "off")
 # gas options whose value is the next argument.
 VALUE_OPTS = {"-o", "-I", "--defsym", "--MD", "-MD", "--debug-prefix-map", "--hash-size",
               "--gdwarf-cie-version", "-MF"}
-# A cheap test for lines worth parsing: a sensitive mnemonic, a directive that
-# changes how code is read, or a comment or line marker that changes state.
+# A cheap test for lines worth parsing: a sensitive mnemonic, a prefix (a prefix is part of
+# the instruction that follows it, SDM vol. 2, 2.1.1, even written as a statement of its own on
+# the line before: prefix_before() must see it, or it would land on the site's first push), a
+# directive that changes how code is read, or a comment or line marker that changes state.
 _WORDS = sorted(set(rules.RULES) | {a for a in rules.ALIASES}, key=len, reverse=True)
 CANDIDATE = re.compile(r"(?<![\w.$%])(?:" + "|".join(map(re.escape, _WORDS)) +
                        r")[bwldq]?(?![\w.$])|/\*|\*/|\.code|syntax|^\s*#\s*\d|\brep|\.byte|alternative"
+                       r"|(?<![\w.$%])(?:lock|data16|data32|addr16|addr32|[c-gs]s)(?![\w.$])"
                        r"|\.(?:push|pop)?section|\.previous|\.text\b|\.data\b|\.bss\b", re.I)
 
 
@@ -233,7 +236,10 @@ def prefix_before(statements, k):
     if k == 0 or statements[k].labels:
         return None
     p, st = statements[k - 1], statements[k]
-    if p.mnemonic or p.directive or not p.prefixes or p.labels:
+    # A label on the prefix (`1: rep; insb`) names the instruction's first byte, which the
+    # prefix is (SDM vol. 2, 2.1.1): the prefix is still this instruction's, and the label,
+    # outside the statement's text, stays to name the site.
+    if p.mnemonic or p.directive or not p.prefixes:
         return None
     # Only candidate lines are parsed: the two must be on the same or adjacent lines.
     return p if st.line - p.line in (0, 1) else None
