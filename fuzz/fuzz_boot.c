@@ -42,26 +42,9 @@ static void fresh_ram(void)
 static uint64_t page_down(uint64_t x) { return x & ~(uint64_t)(GM_PAGE_SIZE - 1); }
 static uint32_t le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 
-/* What bad_input prints, caught by pointing stdio's stderr at memory for the call (the
- * sanitizers and libFuzzer write their reports to file descriptor 2, which stays as it is). */
-static FILE *saved_stderr;
-static char *said;
+/* What bad_input printed (fuzz_stderr_release). */
+static const char *said;
 static size_t said_len;
-
-static void catch_stderr(void)
-{
-    free(said);
-    said = NULL;
-    saved_stderr = stderr;
-    if (!(stderr = open_memstream(&said, &said_len)))
-        abort();
-}
-
-static void release_stderr(void)
-{
-    fclose(stderr);
-    stderr = saved_stderr;
-}
 
 /* lib/fail.h: a refusal is exit status 2 and one line, "ring3: ..."; success says nothing. */
 static void check_outcome(int rc)
@@ -119,9 +102,9 @@ static void fuzz_loader(struct fuzz_input *in)
     size_t extra_len = flags & 2 ? sizeof extra : 0;
 
     fresh_ram();
-    catch_stderr();
+    fuzz_stderr_catch();
     int rc = loader_load(&gm, kernel, append, "", initrd, extra, extra_len, &bs);
-    release_stderr();
+    said = fuzz_stderr_release(&said_len);
     check_outcome(rc);
     if (rc)
         return;
@@ -173,9 +156,9 @@ static void fuzz_bzimage(struct fuzz_input *in)
 
     if (!linux_is_bzimage(head, len))
         return;
-    catch_stderr();
+    fuzz_stderr_catch();
     int rc = linux_parse_bzimage("k", head, len, file_size, &li);
-    release_stderr();
+    said = fuzz_stderr_release(&said_len);
     check_outcome(rc);
     if (rc)
         return;
@@ -188,9 +171,9 @@ static void fuzz_bzimage(struct fuzz_input *in)
         li.cmdline_max == 0 || li.cmdline_max >= GM_PAGE_SIZE)
         abort();
 
-    catch_stderr();
+    fuzz_stderr_catch();
     rc = linux_check_cmdline(&li, cmdline);
-    release_stderr();
+    said = fuzz_stderr_release(&said_len);
     check_outcome(rc);
     if ((rc == 0) != (n <= li.cmdline_max))
         abort();
@@ -271,9 +254,9 @@ static void fuzz_multiboot(struct fuzz_input *in)
 
 static void fuzz_initrd(struct fuzz_input *in)
 {
-    catch_stderr();
+    fuzz_stderr_catch();
     int rc = linux_check_initrd("i", in->p, in->left);
-    release_stderr();
+    said = fuzz_stderr_release(&said_len);
     check_outcome(rc);
     /* Accepted: a cpio's "0707" or a compressor's magic, so never an empty file or one of zeros. */
     if (rc == 0 && (in->left < 2 || (in->p[0] == 0 && in->p[1] == 0)))

@@ -24,26 +24,9 @@
 
 #define MAX_STRINGS 12
 
-/* What bad_input prints, caught by pointing stdio's stderr at memory for the call (the
- * sanitizers and libFuzzer write their reports to file descriptor 2, which stays as it is). */
-static FILE *saved_stderr;
-static char *said;
+/* What bad_input printed (fuzz_stderr_release). */
+static const char *said;
 static size_t said_len;
-
-static void catch_stderr(void)
-{
-    free(said);
-    said = NULL;
-    saved_stderr = stderr;
-    if (!(stderr = open_memstream(&said, &said_len)))
-        abort();
-}
-
-static void release_stderr(void)
-{
-    fclose(stderr);
-    stderr = saved_stderr;
-}
 
 /* lib/fail.h: a refusal is exit status 2 with a message "ring3: ...", ending its line. (The
  * message quotes the user's string, which may hold newlines of its own.) */
@@ -157,9 +140,9 @@ static void fuzz_net(const char *s, unsigned index)
     static const char *const kinds[] = { [NET_USER] = "user", [NET_STREAM] = "stream", [NET_TAP] = "tap",
                                          [NET_IKC] = "ikc" };
     static struct net_spec a, b;
-    catch_stderr();
+    fuzz_stderr_catch();
     int rc = net_spec_parse(s, index, &a), again = net_spec_parse(s, index, &b);
-    release_stderr();
+    said = fuzz_stderr_release(&said_len);
     if (rc != again)
         abort();
     if (rc) {
@@ -250,9 +233,9 @@ static void check_options(int rc)
 static void fuzz_disk(char *s)
 {
     char *argv[] = { "run", "--ikc", "g", "--disk", s, "k", NULL };
-    catch_stderr();
+    fuzz_stderr_catch();
     int rc = options_parse(6, argv, &opts);
-    release_stderr();
+    said = fuzz_stderr_release(&said_len);
     check_options(rc);
     if (rc == OPTIONS_RUN) {
         /* The file is the text before the first comma; ikc:NAME serves NAME; the flags as given. */
@@ -294,9 +277,9 @@ static void fuzz_size(char *s)
         }
     }
     char *argv[] = { "run", "-m", s, "k", NULL };
-    catch_stderr();
+    fuzz_stderr_catch();
     rc = options_parse(4, argv, &opts);
-    release_stderr();
+    said = fuzz_stderr_release(&said_len);
     check_options(rc);
     free_disks();
 }
@@ -328,9 +311,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     argv[0] = "run";
     memcpy(argv + 1, strings, (size_t)n * sizeof *argv);
     argv[n + 1] = NULL;
-    catch_stderr();
+    fuzz_stderr_catch();
     int rc = options_parse(n + 1, argv, &opts);
-    release_stderr();
+    said = fuzz_stderr_release(&said_len);
     check_options(rc);
     free_disks();
     for (int i = 0; i < n; i++)

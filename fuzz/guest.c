@@ -55,3 +55,24 @@ uint32_t fuzz_u32(struct fuzz_input *in)
     fuzz_bytes(in, &v, 4);
     return v;
 }
+
+static FILE *saved_stderr;
+static char *caught;
+static size_t caught_len;
+
+void fuzz_stderr_catch(void)
+{
+    free(caught);
+    caught = NULL;
+    saved_stderr = stderr;
+    if (!(stderr = open_memstream(&caught, &caught_len)))
+        abort();
+}
+
+const char *fuzz_stderr_release(size_t *len)
+{
+    fclose(stderr);
+    stderr = saved_stderr;
+    *len = caught_len;
+    return caught;
+}

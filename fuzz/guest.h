@@ -25,4 +25,11 @@ uint32_t fuzz_u32(struct fuzz_input *in);
 /* Up to (n) bytes into (dst); returns how many there were. */
 size_t fuzz_bytes(struct fuzz_input *in, void *dst, size_t n);
 
+/* What the code under test prints on stdio's stderr from fuzz_stderr_catch() to
+ * fuzz_stderr_release(), kept in memory (the sanitizers and libFuzzer write their reports to file
+ * descriptor 2, which stays as it is). The text is NUL-terminated, its length in (*len); it lasts
+ * until the next catch. */
+void fuzz_stderr_catch(void);
+const char *fuzz_stderr_release(size_t *len);
+
 #endif
