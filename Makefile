@@ -32,7 +32,7 @@ $(error SANITIZE=$(SANITIZE): the only value is SANITIZE=1)
 endif
 LDFLAGS   := $(filter -fsanitize=%,$(CFLAGS))
 SAN_STAMP := $(B)/.sanitize
-$(shell mkdir -p $(B); [ "$$(cat $(SAN_STAMP) 2>/dev/null)" = "$(SANITIZE)" ] || echo "$(SANITIZE)" > $(SAN_STAMP))
+$(shell mkdir -p $(B); [ -e $(SAN_STAMP) ] && [ "$$(cat $(SAN_STAMP))" = "$(SANITIZE)" ] || echo "$(SANITIZE)" > $(SAN_STAMP))
 JOBS     ?= $(shell nproc)
 
 # Debian packages, installed when missing (tools/install-deps.sh is idempotent and quick when done).
