@@ -86,7 +86,7 @@ fuzz: $(patsubst %,$(B)/fuzz/%,$(filter-out ring3as,$(subst $(comma), ,$(FUZZ)))
 	      -artifact_prefix=$(B)/fuzz/crashes/$$t- $(B)/fuzz/found/$$t fuzz/corpus/$$t \
 	      2> $(B)/fuzz/$$t.log || { tail -40 $(B)/fuzz/$$t.log; \
 	      echo "make fuzz: $$t failed; the input is in $(B)/fuzz/crashes/ (add it to fuzz/regressions/$$t)"; exit 1; }; \
-	  $(B)/fuzz/$$t -merge=1 -use_counters=0 fuzz/corpus/$$t $(B)/fuzz/found/$$t 2> $(B)/fuzz/$$t.merge.log; \
+	  $(B)/fuzz/$$t -merge=1 -use_counters=0 -close_fd_mask=1 fuzz/corpus/$$t $(B)/fuzz/found/$$t 2> $(B)/fuzz/$$t.merge.log; \
 	  printf '%s: %s execs, %s/s, edges %s, corpus %s files\n' $$t \
 	    $$(sed -n 's/^stat::number_of_executed_units: *//p' $(B)/fuzz/$$t.log) \
 	    $$(sed -n 's/^stat::average_exec_per_sec: *//p' $(B)/fuzz/$$t.log) \
