@@ -3,7 +3,8 @@
 # - build/fuzz/<name>: libFuzzer with AddressSanitizer and UndefinedBehaviorSanitizer, through
 #   Debian's clang, for `make fuzz` (FUZZ_SECONDS each, default 60; FUZZ=name,... for some). It
 #   searches from fuzz/corpus/<name> and build/fuzz/found/<name> (what it found before), and the
-#   inputs that cover new edges are merged back into fuzz/corpus/<name> (commit them). A crash stops the run, with the input in build/fuzz/crashes/.
+#   inputs that cover new edges are merged back into fuzz/corpus/<name> (commit them). A crash
+#   stops the run, with the input in build/fuzz/crashes/.
 # - build/tests/fuzz/<name>: the same target with fuzz/replay.c for a main, through gcc with the
 #   same sanitizers, which `make test` runs over fuzz/corpus/<name> and fuzz/regressions/<name>
 #   (the inputs that found bugs) without clang (tests/test_fuzz.py).
@@ -36,6 +37,9 @@ $(B)/tests/fuzz/%: $(B)/obj-asan/fuzz/fuzz_%.c.o $(B)/obj-asan/fuzz/replay.c.o $
 	$(CC) $(ASAN_CFLAGS) -o $@ $^ $(FUZZ_LIBS)
 
 TEST_DEPS += $(REPLAY_BINS)
+# The targets' own objects are kept (make would delete them as intermediates and rebuild them).
+.SECONDARY: $(B)/obj-asan/fuzz/replay.c.o $(patsubst %,$(B)/obj-asan/fuzz/fuzz_%.c.o,$(FUZZ_NAMES)) \
+            $(patsubst %,$(B)/fuzz/obj/fuzz/fuzz_%.c.o,$(FUZZ_NAMES))
 -include $(REPLAY_OBJS:.o=.d) $(patsubst %,$(B)/obj-asan/fuzz/fuzz_%.c.d,$(FUZZ_NAMES))
 
 # The libFuzzer build (clang), for `make fuzz` only: clang is installed then, not for make test.
