@@ -25,19 +25,7 @@
 #define MEM_BYTES (32u << 20)
 #define USABLE (MEM_BYTES - GM_TOP_RESERVED)
 
-/* Guest RAM as fuzz_guestmem makes it, zeroed again for each input by dropping its pages (an
- * anonymous private mapping reads back zeros): a memset of 32 MiB would cost most of the time. */
 static struct guestmem gm;
-
-static void fresh_ram(void)
-{
-    static bool made;
-    if (!made)
-        fuzz_guestmem(&gm, MEM_BYTES);
-    else if (madvise(gm.phys, MEM_BYTES, MADV_DONTNEED))
-        abort();
-    made = true;
-}
 
 static uint64_t page_down(uint64_t x) { return x & ~(uint64_t)(GM_PAGE_SIZE - 1); }
 static uint32_t le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -101,7 +89,7 @@ static void fuzz_loader(struct fuzz_input *in)
     const char *kernel = file_of(&kernel_fd, kname, sizeof kname, in->p, in->left);
     size_t extra_len = flags & 2 ? sizeof extra : 0;
 
-    fresh_ram();
+    fuzz_guestmem(&gm, MEM_BYTES);
     fuzz_stderr_catch();
     int rc = loader_load(&gm, kernel, append, "", initrd, extra, extra_len, &bs);
     said = fuzz_stderr_release(&said_len);
@@ -189,7 +177,7 @@ static void fuzz_bzimage(struct fuzz_input *in)
     if (rc)
         return;
 
-    fresh_ram();
+    fuzz_guestmem(&gm, MEM_BYTES);
     linux_write_boot(&gm, &li, cmdline, (uint32_t)addr, addr ? initrd_size : 0, LINUX_BZIMAGE_LOAD, &bs);
     const uint8_t *zp = gm.phys + LINUX_ZERO_PAGE;
     if (bs.esi != LINUX_ZERO_PAGE || bs.entry != LINUX_BZIMAGE_LOAD || bs.cs != 0x10 ||
@@ -234,7 +222,7 @@ static void fuzz_multiboot(struct fuzz_input *in)
         abort();
     if (l.end > USABLE)
         return;                             /* loader_load refuses that: too_big() */
-    fresh_ram();
+    fuzz_guestmem(&gm, MEM_BYTES);
     if (multiboot_write_info(&gm, &l, &bs) != 0)
         abort();
     const uint8_t *info = gm.phys + MB_INFO_ADDR;

@@ -10,7 +10,7 @@
 
 /* (gm) with (size) bytes of zeroed RAM (a multiple of the page size) and a PROT_NONE page on each
  * side: a device that reaches outside guest RAM faults at once, with or without a sanitizer.
- * Made once per process; later calls zero the same memory. */
+ * Made once per process; later calls zero the same memory (dropping the pages touched). */
 void fuzz_guestmem(struct guestmem *gm, uint64_t size);
 
 /* The fuzzer's input, read from the front; past its end every read gives zeros. */
