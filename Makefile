@@ -11,7 +11,8 @@ CC       := gcc
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I. -Iinclude
 # The device models and parsers alone (unit tests under SANITIZE=1, fuzz targets' replays) with
 # AddressSanitizer and UndefinedBehaviorSanitizer, in build/obj-asan.
-SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_COMMON  := -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_FLAGS   := -fsanitize=address,undefined $(SAN_COMMON)
 ASAN_CFLAGS := $(filter-out -O2,$(BASE_CFLAGS)) -O1 $(SAN_FLAGS)
 
 # SANITIZE=1 (e.g. make test SANITIZE=1): build/bin/ring3, the stub's test driver and the test
@@ -26,7 +27,7 @@ OBJ    := $(B)/obj
 CFLAGS := $(BASE_CFLAGS)
 else ifeq ($(SANITIZE),1)
 OBJ    := $(B)/obj-san
-CFLAGS := $(BASE_CFLAGS) -fsanitize=undefined,leak -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS := $(BASE_CFLAGS) -fsanitize=undefined,leak $(SAN_COMMON)
 else
 $(error SANITIZE=$(SANITIZE): the only value is SANITIZE=1)
 endif
