@@ -223,5 +223,7 @@ int main(int argc, char **argv)
     waitpid(child, &status, 0);
     if (e->g)
         ikc_leave(e->g);
+    free(t);
+    free(e);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
