@@ -13,8 +13,9 @@ WARNING, and every loop must have gone round without a failure.
 
 The bound on memory allows for the address-space cache: each of its --stubs slots (16 by
 default) has a table of the 1M pages it maps (monitor/mmu/mmu.c, struct tlb: about 4.6 MiB),
-which fills as the slot is reused, a step at a time. The stress guest runs with --stubs 2, so
-that its slots are reused all the time and the allowance stays small there.
+which is brought into memory as the slot's processes touch more of their address space (a page
+of the table per 4 MiB of theirs). The stress guest runs with --stubs 2, so that its slots are
+reused all the time and the allowance stays small there.
 """
 import os
 import re

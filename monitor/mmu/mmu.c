@@ -463,11 +463,21 @@ void mmu_tlb_validate(struct vcpu *v, struct tlb *t)
     unmap_where(v, t, DROP_STALE);
 }
 
+/* Empties (t) as if new. Only the bitmap words in_use names can be nonzero (a page's bits are
+ * set with its mapped bit and cleared with it), and frame[] is read only where mapped is set:
+ * so those words are cleared and the 4 MiB of frame numbers are left untouched, neither written
+ * nor, in a slot that never mapped much, brought into memory. */
 void mmu_tlb_forget(struct tlb *t)
 {
-    struct aspace *as = t->as;
-    memset(t, 0, sizeof *t);
-    t->as = as;
+    for (unsigned u = 0; u < NPAGES / 64 / 64; u++) {
+        for (uint64_t words = t->in_use[u]; words; words &= words - 1) {
+            unsigned w = u * 64 + (unsigned)__builtin_ctzll(words);
+            t->mapped[w] = t->global[w] = t->privileged[w] = 0;
+            t->writable[w] = t->noexec[w] = 0;
+        }
+        t->in_use[u] = 0;
+    }
+    memset(t->large, 0, sizeof t->large);
     t->lowest_privileged = NO_PRIVILEGED;
 }
 
