@@ -56,7 +56,11 @@ static int transfer(struct disk_export *e, unsigned from, const struct ikc_packe
 {
     uint64_t off = p->param[1], len = p->param[2], n = p->param[3], total;
     bool write = p->cmd == SERVED_WRITE;
-    if (n == 0 || n > SERVED_MAX_PIECES || ikc_pieces(e->g, from, p->data, n, e->iov, &total))
+    if (n == 0 || n > SERVED_MAX_PIECES) {
+        ikc_count_bad(e->g);    /* a request that fails is counted (above), as ikc_pieces does */
+        return EINVAL;
+    }
+    if (ikc_pieces(e->g, from, p->data, n, e->iov, &total))
         return EINVAL;
     ikc_bulk_free(e->g, from, p->data, n * sizeof(struct ikc_piece));
     uint64_t size = disk_image_size(e->image);

@@ -144,6 +144,11 @@ struct disk_remote *disk_remote_open(const char *group, const char *name, bool r
     return r;
 }
 
+int disk_remote_server(const struct disk_remote *r)
+{
+    return r->server;
+}
+
 uint64_t disk_remote_size(const struct disk_remote *r)
 {
     return r->size;
@@ -194,9 +199,14 @@ void disk_remote_dispatch(struct disk_remote *r)
 {
     ikc_dispatch(r->g);
     struct ikc_packet p;
-    while (r->server >= 0 && ikc_recv(r->g, (unsigned)r->server, IKC_Q_BLK_DONE, &p)) {
+    /* A ring's worth at most, as export.c takes: a server that writes answers as fast as they
+     * are read keeps the run loop no longer than that. */
+    for (unsigned k = 0; k < IKC_RING_SLOTS && r->server >= 0 &&
+                         ikc_recv(r->g, (unsigned)r->server, IKC_Q_BLK_DONE, &p); k++) {
+        /* param[0] is the id as sent (served.h), all 64 bits of it: one whose high half is not 0
+         * names no request, and must not complete the one its low half names */
         unsigned slot = (uint32_t)p.param[0] % MAX_IDS;
-        if (p.cmd != SERVED_DONE || !r->in_flight[slot] || r->id[slot] != (uint32_t)p.param[0]) {
+        if (p.cmd != SERVED_DONE || !r->in_flight[slot] || r->id[slot] != p.param[0]) {
             ikc_count_bad(r->g);            /* an answer to nothing asked */
             continue;
         }

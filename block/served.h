@@ -62,6 +62,7 @@ typedef void disk_remote_done_fn(void *opaque, uint32_t id, int err);
 struct disk_remote *disk_remote_open(const char *group, const char *name, bool readonly,
                                      const struct guestmem *gm, char *err, size_t errlen);
 uint64_t disk_remote_size(const struct disk_remote *r);
+int disk_remote_server(const struct disk_remote *r);   /* the member serving it, -1 once gone */
 bool disk_remote_writable(const struct disk_remote *r);
 void disk_remote_attach(struct disk_remote *r, disk_remote_done_fn *done, void *opaque);
 

@@ -65,7 +65,9 @@ struct ikc_peer {
     uint32_t tail[IKC_QUEUES];          /* rings from it: the tails this member moved to */
 };
 
-#define IKC_MAX_WATCHERS 4
+/* One group handle serves every device of a monitor in that group: up to 4 disks (local or
+ * served by another), 4 exports and 4 NICs (machine/platform.h), each watching its peers. */
+#define IKC_MAX_WATCHERS 12
 
 struct ikc_group {
     char name[IKC_NAME_BYTES];

@@ -267,7 +267,8 @@ static bool take_frame(struct ikc_port *p, unsigned from, const struct ikc_packe
 static void receive_from(struct ikc_port *p, unsigned m)
 {
     struct ikc_packet pk;
-    while (ikc_recv(p->g, m, IKC_Q_NET_DONE, &pk))
+    /* a ring's worth of answers at most a pass: a peer that keeps writing them keeps no one */
+    for (unsigned i = 0; i < IKC_RING_SLOTS && ikc_recv(p->g, m, IKC_Q_NET_DONE, &pk); i++)
         if (pk.cmd == IKC_DONE)
             done(p, m, (uint32_t)pk.param[0]);
         else

@@ -113,6 +113,8 @@ def test_sync_then_kill_9_of_the_server_loses_nothing(group, tmp_path):
     (["--ikc", "g", "--disk", "ikc:a/b"], "a served disk's name is 1 to 32 of"),
     (["--ikc", "g", "--disk", "ikc:root,snapshot=on"], "'snapshot=on' is not"),
     (["--ikc", "g", "--disk", "x.img,export=a/b"], "'export=a/b' is not"),
+    (["--ikc", "g", "--disk", "x.img,export=a", "--disk", "y.img,export=b"],
+     "serves export=a already, and serves one disk only"),
 ])
 def test_bad_served_disk_option_is_one_line(args, says):
     p = subprocess.run([RING3, "run", *args, "--cmd", "true"], capture_output=True, text=True,
@@ -126,6 +128,22 @@ def test_a_disk_nobody_serves_is_one_line(group):
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert "serves a disk 'nothing'" in p.stderr, p.stderr
+
+
+def test_two_disks_from_one_server_is_one_line(group, tmp_path):
+    """Two served disks from one member would share its one answer ring: refused, one line."""
+    disk = tmp_path / "d.img"
+    disk.write_bytes(bytes(1 << 20))
+    server = serve(group, disk)
+    try:
+        p = subprocess.run([RING3, "run", "--ikc", group, "--disk", "ikc:root", "--disk",
+                            "ikc:root,readonly=on", "--cmd", "true"], capture_output=True,
+                           text=True, timeout=60, stdin=subprocess.DEVNULL)
+    finally:
+        server.kill()
+        server.wait()
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "the member serving ikc:root serves it too" in p.stderr, p.stderr
 
 
 @pytest.mark.skipif(not SOAK, reason="make soak runs it (about 4 minutes); bench/table_shimos.py too")

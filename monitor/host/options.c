@@ -257,6 +257,15 @@ static int parse_disk(const char *arg, struct r3_options *o)
         }
     }
     bool export = d.export_name != NULL;
+    if (export && o->nexports == 1) {
+        /* Two exports of one monitor would share its one request ring from each user, and
+         * each would answer the other's requests (block/export.c). */
+        const char *first = o->exports[0].export_name;
+        free(path);
+        free((char *)d.export_name);
+        return bad_input("--disk %s: this ring3 serves export=%s already, and serves one disk "
+                         "only; serve the second from another ring3 in the group", arg, first);
+    }
     unsigned *count = export ? &o->nexports : &o->ndisks;
     if (*count == OPTIONS_MAX_DISKS) {
         free(path);

@@ -153,6 +153,14 @@ static int open_served(const struct r3_options *o, struct platform_config *cfg)
                                            err, sizeof err);
         if (cfg->remotes[i] == NULL)
             return bad_input("--disk ikc:%s: %s", o->disks[i].served, err);
+        /* Two disks from one server would share its one answer ring to this member, and each
+         * would drop the other's answers (block/remote.c). */
+        for (unsigned j = 0; j < i; j++)
+            if (cfg->remotes[j] &&
+                disk_remote_server(cfg->remotes[j]) == disk_remote_server(cfg->remotes[i]))
+                return bad_input("--disk ikc:%s: the member serving ikc:%s serves it too; ring3 "
+                                 "takes one disk from each serving member", o->disks[i].served,
+                                 o->disks[j].served);
     }
     for (unsigned i = 0; i < o->nexports; i++) {
         struct disk_export *e = disk_export_new(o->ikc, o->exports[i].export_name,
