@@ -325,18 +325,6 @@ static bool check_ikc_frame(const struct net_hdr *h, const struct iovec *iov, un
     return true;
 }
 
-static int sealed_ram(uint8_t **map)
-{
-    int fd = memfd_create("fuzz-ikc-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0 || ftruncate(fd, IKC_RAM) != 0 ||
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
-        abort();
-    *map = mmap(NULL, IKC_RAM, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (*map == MAP_FAILED)
-        abort();
-    return fd;
-}
-
 static void ikc_cleanup(void)
 {
     ikc_leave(evil);
@@ -349,12 +337,12 @@ static void ikc_setup(void)
     snprintf(group, sizeof group, "fuzz-%d", (int)getpid());
     static uint8_t *ram;
     static struct guestmem gm;
-    gm = (struct guestmem){ .fd = sealed_ram(&ram), .phys = ram, .size = IKC_RAM };
+    gm = (struct guestmem){ .fd = fuzz_sealed_ram(IKC_RAM, &ram), .phys = ram, .size = IKC_RAM };
     struct net_ikc_options o;
     snprintf(o.group, sizeof o.group, "%s", group);
     static const uint8_t mac[6] = { 0x52, 0x54, 0x01, 1, 2, 3 };
     port = net_ikc_new(&o, mac, &client, &gm, err, sizeof err);
-    int evil_fd = port ? sealed_ram(&evil_ram) : -1;
+    int evil_fd = port ? fuzz_sealed_ram(IKC_RAM, &evil_ram) : -1;
     evil = port ? ikc_join(group, evil_fd, IKC_RAM, 0, "peer", err, sizeof err) : NULL;
     if (evil == NULL) {
         fprintf(stderr, "fuzz_net_rx: %s\n", err);

@@ -1,10 +1,12 @@
 /* What the fuzz targets share (guest.h). */
 #include "guest.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 void fuzz_guestmem(struct guestmem *gm, uint64_t size)
 {
@@ -76,4 +78,16 @@ const char *fuzz_stderr_release(size_t *len)
     stderr = saved_stderr;
     *len = caught_len;
     return caught;
+}
+
+int fuzz_sealed_ram(uint64_t size, uint8_t **map)
+{
+    int fd = memfd_create("fuzz-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, (off_t)size) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
+        abort();
+    *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (*map == MAP_FAILED)
+        abort();
+    return fd;
 }

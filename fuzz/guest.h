@@ -13,6 +13,10 @@
  * Made once per process; later calls zero the same memory (dropping the pages touched). */
 void fuzz_guestmem(struct guestmem *gm, uint64_t size);
 
+/* A RAM of (size) bytes as an IKC member has it: a sealed memfd (its size fixed), mapped shared
+ * at (*map); returns the descriptor. */
+int fuzz_sealed_ram(uint64_t size, uint8_t **map);
+
 /* The fuzzer's input, read from the front; past its end every read gives zeros. */
 struct fuzz_input {
     const uint8_t *p;
