@@ -43,8 +43,9 @@ KERNEL_TROUBLE = re.compile(r"BUG|Oops|WARNING|Call Trace")
 BUILD_LOOP = """end=$(( $(date +%s) + {seconds} )); n=0
 while [ $(date +%s) -lt $end ]; do
   rm -rf /root/soak && mkdir /root/soak && cd /root/soak && tar xf /usr/src/patch-2.7.6.tar.xz &&
-  cd patch-2.7.6 && ./configure >/dev/null 2>&1 && make -j1 >/dev/null 2>&1 &&
-  ./src/patch --version | grep -q 'GNU patch 2.7.6' || {{ echo "round $n failed"; break; }}
+  cd patch-2.7.6 && ./configure >/root/round.log 2>&1 && make -j1 >>/root/round.log 2>&1 &&
+  ./src/patch --version | grep -q 'GNU patch 2.7.6' ||
+    {{ echo "round $n failed"; tail -20 /root/round.log; df -h / /tmp; break; }}
   n=$((n+1)); echo "round $n"
 done
 echo "rounds $n"; dmesg | grep -E '{trouble}' | sed 's/^/kernel: /'"""
