@@ -727,7 +727,7 @@ static void setup(void)
         ikc_leave(view[i]);             /* the second handle only */
     /* All have it mapped: the name can go, so that no run leaves it in /dev/shm. */
     char path[80];
-    snprintf(path, sizeof path, "/ring3-ikc.%u.%s", (unsigned)getuid(), group);
+    ikc_shm_name(group, path, sizeof path);
     shm_unlink(path);
     atexit(cleanup);
     for (unsigned i = 0; i < RAM_BYTES; i++)

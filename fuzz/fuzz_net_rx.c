@@ -364,7 +364,7 @@ static void ikc_setup(void)
         abort();
     /* Both have it mapped: the name can go, so that no run leaves it in /dev/shm. */
     char path[80];
-    snprintf(path, sizeof path, "/ring3-ikc.%u.%s", (unsigned)getuid(), group);
+    ikc_shm_name(group, path, sizeof path);
     shm_unlink(path);
     atexit(ikc_cleanup);
 }

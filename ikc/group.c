@@ -37,7 +37,7 @@ bool ikc_name_ok(const char *name)
     return true;
 }
 
-static void shm_name(const char *group, char *out, size_t len)
+void ikc_shm_name(const char *group, char *out, size_t len)
 {
     snprintf(out, len, "/ring3-ikc.%u.%s", (unsigned)getuid(), group);
 }
@@ -95,7 +95,7 @@ static int layout(struct ikc_group *g)
 static int open_locked(struct ikc_group *g, char *err, size_t errlen)
 {
     char path[80];
-    shm_name(g->name, path, sizeof path);
+    ikc_shm_name(g->name, path, sizeof path);
     for (int tries = 0; tries < 100; tries++) {
         int fd = shm_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         struct stat st, now;
@@ -298,7 +298,7 @@ void ikc_leave(struct ikc_group *g)
             last = false;
     if (last) {
         char path[80];
-        shm_name(g->name, path, sizeof path);
+        ikc_shm_name(g->name, path, sizeof path);
         shm_unlink(path);
     }
     ikc_unlock(g);
@@ -343,7 +343,7 @@ int ikc_list(const char *name)
     if (!ikc_name_ok(name))
         return bad_input("ikc: the group name '%s' is not 1 to 32 of A-Z a-z 0-9 _ . -", name);
     char path[80];
-    shm_name(name, path, sizeof path);
+    ikc_shm_name(name, path, sizeof path);
     int fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || st.st_size != (off_t)sizeof(struct ikc_shared)) {

@@ -95,6 +95,8 @@ struct ikc_group {
 void ikc_lock(struct ikc_group *g);
 void ikc_unlock(struct ikc_group *g);
 void ikc_reclaim_locked(struct ikc_group *g, unsigned m);
+/* The group's shared area's name, for shm_open: "/ring3-ikc.UID.NAME". */
+void ikc_shm_name(const char *group, char *out, size_t len);
 void ikc_socket_name(const char *group, unsigned m, char *out, size_t *len);
 
 /* ikc/peers.c: peer (m) is gone here (died, left, or its slot was taken again). */
