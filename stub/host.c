@@ -70,6 +70,7 @@ struct stub {
     clockid_t cpu_clock;                /* the stub's CPU time */
     struct since { uint64_t wall, cpu; } preempted;     /* when it was sent a preemption; 0: none owed */
     bool ready, dead;
+    enum stub_loss loss;                /* why it is gone, once dead */
     uint32_t nmap, nunmap, ntls, nldt;  /* nldt: queued straight into the control area */
     struct stub_range map[STUB_MAX_RANGES], unmap[STUB_MAX_RANGES];
     struct stub_tls tls[3];
@@ -120,6 +121,23 @@ static void kill_stub(struct stub *s)
 {
     if (s->pidfd >= 0)
         syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+    s->dead = true;
+}
+
+/* The monitor gives up on (s), for (why): it is killed, as it may run guest code that ignores
+ * the monitor. A stub found dead already keeps the cause it had. */
+static void give_up(struct stub *s, enum stub_loss why)
+{
+    if (!s->dead)
+        s->loss = why;
+    kill_stub(s);
+}
+
+/* (s) was found gone of itself (its pidfd readable, or ptrace says so). */
+static void found_dead(struct stub *s)
+{
+    if (!s->dead)
+        s->loss = STUB_LOSS_DIED;
     s->dead = true;
 }
 
@@ -344,12 +362,12 @@ struct stub *stub_create(void)
     return NULL;
 }
 
-void stub_destroy(struct stub *s)
+int stub_destroy(struct stub *s)
 {
     if (!s)
-        return;
+        return 0;
     kill_stub(s);
-    int st;                             /* a traced stub may report a stop before its end */
+    int st = 0;                         /* a traced stub may report a stop before its end */
     while (waitpid(s->pid, &st, __WALL) == s->pid && !WIFEXITED(st) && !WIFSIGNALED(st))
         ;
     for (struct stub **p = &all_stubs; *p; p = &(*p)->next)
@@ -362,6 +380,19 @@ void stub_destroy(struct stub *s)
     if (s->listener >= 0) close(s->listener);
     munmap(s->ctl, STUB_CTL_SIZE);
     free(s);
+    return st;
+}
+
+enum stub_loss stub_loss(const struct stub *s) { return s->loss; }
+
+const char *stub_loss_name(enum stub_loss why)
+{
+    static const char *const names[STUB_LOSS_KINDS] = {
+        [STUB_LOSS_DIED] = "it died",
+        [STUB_LOSS_SILENT] = "killed, silent too long",
+        [STUB_LOSS_PROTOCOL] = "killed, broke the protocol",
+    };
+    return why < STUB_LOSS_KINDS ? names[why] : "?";
 }
 
 int stub_pid(const struct stub *s) { return s->pid; }
@@ -470,31 +501,29 @@ static int pass_signal_stops(struct stub *s)
     return trace_cont(s->pid, NULL, NULL, 0, te.sig);
 }
 
-/* The checked map hand-off of protocol.h. 0, or -1 (the stub is to be killed). */
+/* The checked map hand-off of protocol.h. 0, or -1 (the stub was given up: give_up). */
 static int serve_map(struct stub *s)
 {
     struct seccomp_notif *n = notif_buf();
     struct since start = since_now(s);
     if (!n)
-        return -1;
+        return give_up(s, STUB_LOSS_PROTOCOL), -1;
     for (;;) {
         /* poll without sleeping first: waking this core from idle costs more than the stub's way
          * to its map site (DESIGN.md, "Isolation"); only then read the stub's CPU time, a system call */
         bool spinning = now_ns() - start.wall < SPIN_NS;
         if (!spinning && silent_too_long(s, start))
-            return -1;
+            return give_up(s, STUB_LOSS_SILENT), -1;
         if (redirect == STUB_SYSEMU && pass_signal_stops(s) < 0)
-            return -1;
+            return give_up(s, STUB_LOSS_PROTOCOL), -1;
         struct pollfd p[2] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 } };
         int k = poll(p, 2, spinning ? 0 : (int)((redirect == STUB_SYSEMU ? SLICE_NS / 10 : SLICE_NS) / 1000000));
         if (k < 0 && errno != EINTR)
-            return -1;
+            return give_up(s, STUB_LOSS_PROTOCOL), -1;
         if (k <= 0)
             continue;
-        if (p[1].revents)
-            return -1;                  /* the stub died */
-        if (p[0].revents & (POLLHUP | POLLERR))
-            return -1;
+        if (p[1].revents || (p[0].revents & (POLLHUP | POLLERR)))
+            return found_dead(s), -1;
         if (!recv_notif(s, n))
             continue;                   /* ENOENT: the caller went away meanwhile */
         /* the instruction pointer of a system call is the address after `syscall` (0f 05) */
@@ -505,9 +534,15 @@ static int serve_map(struct stub *s)
         }
         memcpy(s->ctl->map, s->map, sizeof s->map[0] * s->nmap);
         s->ctl->nmap = s->nmap;
+        /* A notification gone (ENOENT) or an answer refused because its call was interrupted
+         * (ESRCH: seccomp_do_user_notification) is a preemption that reached the stub in the
+         * call: the call is made again (stub.c, SA_RESTART), and this loop takes the new one. */
         uint64_t id = n->id;
-        if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
-            return -1;
+        if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
+            if (errno == ENOENT)
+                continue;
+            return give_up(s, STUB_LOSS_PROTOCOL), -1;
+        }
         /* The descriptor and the answer in one step (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): the
          * stub's call returns STUB_MEMFD, and it is woken once, not twice. */
         struct seccomp_notif_addfd add = { .id = n->id, .flags = SECCOMP_ADDFD_FLAG_SETFD | SECCOMP_ADDFD_FLAG_SEND,
@@ -517,9 +552,13 @@ static int serve_map(struct stub *s)
         sigset_t all, old;
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &old);
-        int fd = notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+        int fd = notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add), err = errno;
         sigprocmask(SIG_SETMASK, &old, NULL);
-        return fd == STUB_MEMFD ? 0 : -1;
+        if (fd == STUB_MEMFD)
+            return 0;
+        if (fd < 0 && (err == ENOENT || err == ESRCH))
+            continue;
+        return give_up(s, STUB_LOSS_PROTOCOL), -1;
     }
 }
 
@@ -595,7 +634,7 @@ static bool resume_in_guest(struct stub *s, const struct stub_regs *r, const voi
     g.orig_rax = (uint64_t)-1;          /* no system call to restart */
     s->stop = STOP_NONE;
     if (trace_sysemu(s->pid, &g, xsave, xsave_size) != 0)
-        kill_stub(s);
+        give_up(s, STUB_LOSS_PROTOCOL);
     return true;
 }
 
@@ -624,17 +663,15 @@ int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
             g.orig_rax = (uint64_t)-1;
         }
         if (trace_cont(s->pid, was == STOP_GUEST ? &g : NULL, was == STOP_GUEST ? xsave : NULL, xsave_size, 0) != 0) {
-            kill_stub(s);
+            give_up(s, STUB_LOSS_PROTOCOL);
             return -1;
         }
     }
     if (cmd & STUB_CMD_MAP) {
         int rc = serve_map(s);
         s->nmap = 0;
-        if (rc < 0) {
-            kill_stub(s);
+        if (rc < 0)
             return -1;
-        }
     }
     return 0;
 }
@@ -705,13 +742,13 @@ static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, s
         s->stop_regs = te.regs;
         switch (te.stop) {
         case TRACE_GONE:
-            s->dead = true;
+            found_dead(s);
             return STUB_WAIT_DIED;
         case TRACE_NONE: {
             /* a notification outside a map hand-off: guest code jumped to the map site */
             deny_notifications(s);
             if (s->preempted.wall && silent_too_long(s, s->preempted)) {
-                kill_stub(s);
+                give_up(s, STUB_LOSS_SILENT);
                 return STUB_WAIT_DIED;
             }
             t = now_ns();
@@ -745,7 +782,7 @@ static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, s
                 break;
             continue;
         }
-        kill_stub(s);                   /* broke the protocol, or ptrace failed */
+        give_up(s, STUB_LOSS_PROTOCOL);     /* broke the protocol, or ptrace failed */
         return STUB_WAIT_DIED;
     }
 }
@@ -790,7 +827,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
         struct pollfd p[2] = { { s->pidfd, POLLIN, 0 }, { s->listener, POLLIN, 0 } };
         if (poll(p, 2, 0) > 0) {
             if (p[0].revents) {
-                s->dead = true;
+                found_dead(s);
                 c->monitor_sleeps = 0;
                 return STUB_WAIT_DIED;
             }
@@ -798,7 +835,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
                 deny_notifications(s);
         }
         if (s->preempted.wall && silent_too_long(s, s->preempted)) {
-            kill_stub(s);               /* e.g. it blocked its signals with a forged rt_sigreturn frame */
+            give_up(s, STUB_LOSS_SILENT);   /* e.g. it blocked its signals with a forged rt_sigreturn frame */
             c->monitor_sleeps = 0;
             return STUB_WAIT_DIED;
         }

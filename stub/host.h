@@ -44,8 +44,19 @@ int stubs_init(int guest_memfd, size_t xsave_size, enum stub_syscalls how);
  * the pool without waiting. NULL (after a message) if none can be started. */
 struct stub *stub_create(void);
 
-/* Kill (s), reap it and free what it held. */
-void stub_destroy(struct stub *s);
+/* Kill (s), reap it and free what it held. Returns its wait status (waitpid(2)), for messages. */
+int stub_destroy(struct stub *s);
+
+/* Why a stub that stub_resume or stub_wait gave up on is gone. */
+enum stub_loss {
+    STUB_LOSS_DIED,             /* it ended of itself: a signal it could not take, seccomp's kill */
+    STUB_LOSS_SILENT,           /* killed: it owed an answer (to a preemption, at its map site) too long */
+    STUB_LOSS_PROTOCOL,         /* killed: it broke the protocol, or ptrace failed */
+    STUB_LOSS_KINDS
+};
+enum stub_loss stub_loss(const struct stub *s);
+/* (why) in a few words, for messages and --stats. */
+const char *stub_loss_name(enum stub_loss why);
 
 /* Changes carried out before guest code next runs in (s), unmaps first.
  * Return false when the queue is full: stub_resume first, or unmap all. */

@@ -45,7 +45,11 @@
  * signal that interrupts that code (guest code may enter the map site with
  * TF set, and the trap follows the call) is taken by a handler that closes
  * STUB_MEMFD before it goes back to guest code. So the descriptor exists
- * only while no guest code can run.
+ * only while no guest code can run. A preemption that reaches the stub while
+ * it waits in the call (commands after a gate event run outside the signal
+ * handler, with signals open) makes it again (SA_RESTART): the monitor, which
+ * finds the notification gone (ENOENT) or its answer refused (ESRCH), answers
+ * the new one.
  */
 #ifndef RING3_STUB_PROTOCOL_H
 #define RING3_STUB_PROTOCOL_H

@@ -449,6 +449,7 @@ struct k_sigaction { uint64_t handler, flags, restorer, mask; };
 #define SA_SIGINFO 4
 #define SA_ONSTACK 0x08000000
 #define SA_RESTORER 0x04000000
+#define SA_RESTART 0x10000000
 #define AT_MINSIGSTKSZ 51
 #define AT_SYSINFO_EHDR 33
 #define ARCH_SET_CPUID 0x1012
@@ -493,7 +494,12 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
     if (sys3(__NR_sigaltstack, &ss, 0, 0))
         die(4);
     static const int sigs[] = { 11, 7, 4, 8, 5, 31, STUB_PREEMPT_SIG };   /* SEGV BUS ILL FPE TRAP SYS */
-    struct k_sigaction sa = { (uint64_t)stub_sig_entry, SA_SIGINFO | SA_ONSTACK | SA_RESTORER,
+    /* SA_RESTART: a preemption can reach stub code that runs outside the handler (commands after
+     * a gate event) while it waits in the map site's call. The call is then made again, not
+     * failed (signal(7), "Interruption of system calls and library functions by signal
+     * handlers"), and the monitor answers the new notification: a failed call would map
+     * nothing that the monitor took for mapped. */
+    struct k_sigaction sa = { (uint64_t)stub_sig_entry, SA_SIGINFO | SA_ONSTACK | SA_RESTORER | SA_RESTART,
                               (uint64_t)stub_restorer, ~0ull };
     for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         if (sys5(__NR_rt_sigaction, sigs[i], &sa, 0, 8, 0))

@@ -44,6 +44,25 @@ def test_linux_getpid_counts():
     assert rows[("stub", "hand-off, guest code, event (waited)")][0] >= 2 * n, rows
     assert rows[("stub", "hand-offs carrying a checked map")][0] > 0, rows
     assert all(ms is None or ms >= 0 for _, ms in rows.values()), rows
+    assert not lost_stubs(rows), rows
+
+
+def lost_stubs(rows):
+    """{why: count} of the stubs given up in a run (monitor/mmu/aspace.c, stub_lost)."""
+    return {event: n for (kind, event), (n, _) in rows.items() if event.startswith("stub lost: ")}
+
+
+def test_stubs_lost_counted_by_cause():
+    """The hostile program breaks its stub on purpose in several ways (guest/programs/hostile.c):
+    an mmap its filter answers by killing it, jumps into its code, a forged signal frame. Each
+    costs the process its stub, and the table counts them by cause (stub/host.h, stub_loss)."""
+    p = subprocess.run([RING3, "run", "--stats", "--cmd", "hostile all /tmp/mark >/dev/null"],
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    lost = lost_stubs(stats_of(p.stderr))
+    assert lost.get("stub lost: it died", 0) > 0, p.stderr
+    assert set(lost) <= {"stub lost: it died", "stub lost: killed, silent too long",
+                         "stub lost: killed, broke the protocol"}, lost
 
 
 def test_insert_kernel_counts_traps_by_entry_and_no_gate():

@@ -20,7 +20,7 @@ struct counter {
 };
 
 static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes, handoffs;
-static uint64_t map_requests, pages_mapped;
+static uint64_t map_requests, pages_mapped, stubs_lost[STUB_LOSS_KINDS];
 static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
 
@@ -61,6 +61,7 @@ void stats_add_map_request(unsigned pages)
     map_requests++;
     pages_mapped += pages;
 }
+void stats_add_stub_lost(enum stub_loss why) { stubs_lost[why % STUB_LOSS_KINDS]++; }
 void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
@@ -103,6 +104,10 @@ void stats_report(FILE *f, double seconds_in_all)
     if (map_requests) {
         snprintf(name, sizeof name, "pages mapped by them (%.1f a request)", (double)pages_mapped / map_requests);
         row(f, "stub", name, pages_mapped, NULL);
+    }
+    for (unsigned i = 0; i < STUB_LOSS_KINDS; i++) {
+        snprintf(name, sizeof name, "stub lost: %s", stub_loss_name(i));
+        row(f, "stub", name, stubs_lost[i], NULL);
     }
     for (unsigned i = 0; i < 32; i++) {
         snprintf(name, sizeof name, "vector %u", i);

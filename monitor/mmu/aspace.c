@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "aspace.h"
 
@@ -301,8 +302,12 @@ static bool wait_event(struct vcpu *v, struct aspace *as, struct stub_event *ev,
  * kernel turns into SIGSEGV. */
 static void stub_lost(struct vcpu *v, struct aspace *as)
 {
-    TRACE(v, "stub %d of address space %08x lost", stub_pid(as->stub), as->pd);
-    stub_destroy(as->stub);
+    enum stub_loss loss = stub_loss(as->stub);
+    int pid = stub_pid(as->stub), status = stub_destroy(as->stub);
+    stats_stub_lost(loss);
+    TRACE(v, "stub %d of address space %08x lost at eip %08x: %s (%s %d)", pid, as->pd, v->sh->eip,
+          stub_loss_name(loss), WIFSIGNALED(status) ? "signal" : "exit status",
+          WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     bp_task_close(&as->bp);
     as->stub = stub_create();
     if (!as->stub)

@@ -158,3 +158,10 @@ g_gateloop:
     GATE(R3_E_IN)
 g_gateloop_ret:
     jmp g_gateloop
+
+/* 8: a load from G_DATA and a gate call, in a loop */
+g_maploop:
+    movl G_DATA, %eax
+    GATE(R3_E_IN)
+g_maploop_ret:
+    jmp g_maploop

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -325,6 +326,60 @@ static void test_preempt(struct stub *s)
     stub_destroy(s);
 }
 
+/* 8: a preemption that reaches the stub while it runs commands outside its signal handler
+ * (after a gate event, whose handler has returned) interrupts nothing the monitor waits for.
+ * A thread sends preemptions as the monitor does, but at any moment (the monitor sends one only
+ * while it waits, yet the host may deliver it late); each resume maps G_DATA again, and guest
+ * code then loads from it. The map is neither lost (SIGSEGV at G_DATA) nor taken for a broken
+ * protocol (the stub killed). */
+static volatile int hammering;
+
+static void *hammer(void *arg)
+{
+    int pid = *(int *)arg;
+    for (uint32_t x = 1; __atomic_load_n(&hammering, __ATOMIC_RELAXED);) {
+        kill(pid, STUB_PREEMPT_SIG);
+        x = x * 1103515245 + 12345;                 /* a few microseconds, varied */
+        for (uint32_t n = (x >> 16) % 20000; n; n--)
+            __asm__ volatile("pause");
+    }
+    return NULL;
+}
+
+static void test_preempt_in_map(struct stub *s)
+{
+    enum { ROUNDS = 20000 };
+    stub_queue_map(s, G_DATA, G_DATA, 1, PROT_READ | PROT_WRITE);
+    struct stub_regs r = regs_at(sym[S_g_maploop]);
+    enum stub_wait_result w = go(s, &r, NULL, 2000);
+    int gates = 0, preempts = 0, i, pid = stub_pid(s);
+    pthread_t t;
+    hammering = 1;
+    pthread_create(&t, NULL, hammer, &pid);
+    for (i = 0; i < ROUNDS && w == STUB_WAIT_EVENT; i++) {
+        r = ev.r;
+        if (ev.kind == STUB_EV_GATE) {
+            gates++;
+            r.eip = sym[S_g_maploop_ret];
+            r.regs[4] += 4;
+        } else if (is_sig(w, STUB_PREEMPT_SIG)) {
+            preempts++;
+        } else {
+            break;
+        }
+        stub_queue_unmap(s, G_DATA, 1);
+        stub_queue_map(s, G_DATA, G_DATA, 1, PROT_READ | PROT_WRITE);
+        w = go(s, &r, NULL, 2000);
+    }
+    hammering = 0;
+    pthread_join(t, NULL);
+    check(i == ROUNDS, "8 %d maps under a stream of preemptions: %d gate events, %d preemptions (then wait %d: "
+          "%s; kind %u sig %d at %#x, addr %#llx)", i, gates, preempts, w,
+          w == STUB_WAIT_DIED ? stub_loss_name(stub_loss(s)) : "alive", ev.kind, ev.sig, ev.r.eip,
+          (unsigned long long)ev.addr);
+    stub_destroy(s);
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -385,6 +440,7 @@ int main(int argc, char **argv)
     stub_destroy(s);
     test_hostile(new_stub(), path);
     test_preempt(new_stub());
+    test_preempt_in_map(new_stub());
 
     s = new_stub();
     stub_queue_map(s, G_DATA, G_DATA, 1, PROT_READ | PROT_WRITE);
