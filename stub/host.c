@@ -90,6 +90,7 @@ static struct seccomp_notif_sizes notif_sizes;
 static struct stub *pool[POOL_SIZE + 1];     /* started ahead of need: pool[0..npool) */
 static int npool;
 static struct stub *all_stubs;
+static uint64_t map_calls_restarted;
 
 static uint64_t now_ns(void)
 {
@@ -395,6 +396,8 @@ const char *stub_loss_name(enum stub_loss why)
     return why < STUB_LOSS_KINDS ? names[why] : "?";
 }
 
+uint64_t stubs_map_calls_restarted(void) { return map_calls_restarted; }
+
 int stub_pid(const struct stub *s) { return s->pid; }
 uint64_t stub_map_site(const struct stub *s) { return s->map_site; }
 
@@ -524,8 +527,11 @@ static int serve_map(struct stub *s)
             continue;
         if (p[1].revents || (p[0].revents & (POLLHUP | POLLERR)))
             return found_dead(s), -1;
-        if (!recv_notif(s, n))
-            continue;                   /* ENOENT: the caller went away meanwhile */
+        if (!recv_notif(s, n)) {
+            if (errno == ENOENT)        /* the call was interrupted before it was read, or the stub died */
+                map_calls_restarted++;
+            continue;
+        }
         /* the instruction pointer of a system call is the address after `syscall` (0f 05) */
         if (n->pid != (uint32_t)s->pid || n->data.nr != STUB_NR_MAP || n->data.arch != AUDIT_ARCH_X86_64 ||
             n->data.instruction_pointer != s->map_site + 2) {
@@ -539,8 +545,10 @@ static int serve_map(struct stub *s)
          * call: the call is made again (stub.c, SA_RESTART), and this loop takes the new one. */
         uint64_t id = n->id;
         if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
-            if (errno == ENOENT)
+            if (errno == ENOENT) {
+                map_calls_restarted++;
                 continue;
+            }
             return give_up(s, STUB_LOSS_PROTOCOL), -1;
         }
         /* The descriptor and the answer in one step (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): the
@@ -556,8 +564,10 @@ static int serve_map(struct stub *s)
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (fd == STUB_MEMFD)
             return 0;
-        if (fd < 0 && (err == ENOENT || err == ESRCH))
+        if (fd < 0 && (err == ENOENT || err == ESRCH)) {
+            map_calls_restarted++;
             continue;
+        }
         return give_up(s, STUB_LOSS_PROTOCOL), -1;
     }
 }

@@ -88,6 +88,10 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
  * STUB_EV_SIGNAL with sig STUB_PREEMPT_SIG (unless another event came first). */
 void stub_preempt(struct stub *s);
 
+/* How many map calls a preemption interrupted, which were answered when made again
+ * (protocol.h, "Mapping"), for --stats. */
+uint64_t stubs_map_calls_restarted(void);
+
 /* The host process id of (s), for messages. */
 int stub_pid(const struct stub *s);
 

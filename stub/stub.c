@@ -494,16 +494,18 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
     if (sys3(__NR_sigaltstack, &ss, 0, 0))
         die(4);
     static const int sigs[] = { 11, 7, 4, 8, 5, 31, STUB_PREEMPT_SIG };   /* SEGV BUS ILL FPE TRAP SYS */
-    /* SA_RESTART: a preemption can reach stub code that runs outside the handler (commands after
-     * a gate event) while it waits in the map site's call. The call is then made again, not
-     * failed (signal(7), "Interruption of system calls and library functions by signal
-     * handlers"), and the monitor answers the new notification: a failed call would map
-     * nothing that the monitor took for mapped. */
-    struct k_sigaction sa = { (uint64_t)stub_sig_entry, SA_SIGINFO | SA_ONSTACK | SA_RESTORER | SA_RESTART,
-                              (uint64_t)stub_restorer, ~0ull };
-    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    /* The preemption alone with SA_RESTART: it can reach stub code that runs outside the handler
+     * (commands after a gate event) while it waits in the map site's call. The call is then made
+     * again, not failed (signal(7), "Interruption of system calls and library functions by
+     * signal handlers"), and the monitor answers the new notification: a failed call would map
+     * nothing that the monitor took for mapped. Not the others: they come from guest code,
+     * whose SIGSYS would otherwise restart a guest system call numbered -ERESTARTSYS. */
+    struct k_sigaction sa = { (uint64_t)stub_sig_entry, 0, (uint64_t)stub_restorer, ~0ull };
+    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        sa.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER | (sigs[i] == STUB_PREEMPT_SIG ? SA_RESTART : 0);
         if (sys5(__NR_rt_sigaction, sigs[i], &sa, 0, 8, 0))
             die(5);
+    }
 
     /* The runtime area: the table read-only, the code read+exec, nothing at R3_SHARED, and
      * STUB_SCRATCH without rights (set_tls). */

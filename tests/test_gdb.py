@@ -222,6 +222,27 @@ def test_ctrl_c_detach_and_a_second_client():
     assert p.returncode == 0 and "done" in out, (out, err)
 
 
+def test_exit_waits_for_the_acknowledgement():
+    """The exit (W) is acknowledged with `+` like every packet, and ring3 keeps the connection
+    until it has the `+`: gdb's write of it to a socket already closed fails (EPIPE), and gdb
+    then reports a lost target instead of the exit."""
+    port = free_port()
+    p = start(port, "echo bye", "-S")
+    s = connect(port)
+    assert ask(s, b"?") == b"S05"
+    s.sendall(packet(b"c"))
+    buf = b""
+    while not re.search(rb"\$W00#[0-9a-f]{2}", buf):
+        chunk = s.recv(65536)
+        assert chunk, f"connection closed; got {buf!r}"
+        buf += chunk
+    time.sleep(0.5)                     # gdb slow to answer: ring3 waits
+    assert p.poll() is None, p.communicate()
+    s.sendall(b"+")
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0 and "bye" in out, (out, err)
+
+
 @pytest.mark.parametrize("spec", ["tcp:1234", "tcp::0", "tcp::99999", "tcp:nohost:1", "unix:", "serial:x"])
 def test_bad_gdb_address(spec):
     p = subprocess.run([str(RING3), "run", "--gdb", spec], capture_output=True, text=True, timeout=30)

@@ -243,6 +243,8 @@ static bool write_registers(struct vcpu *v, const char *in)
     return true;
 }
 
+#define EXIT_ACK_MS 2000             /* gdb_exited waits this long for gdb's acknowledgement */
+
 /* ---- the stop loop ---- */
 
 static void disconnect(struct vcpu *v)
@@ -508,6 +510,21 @@ void gdb_exited(int status)
         return;
     snprintf(reply, sizeof reply, "W%02x", status & 0xFF);
     rsp_send(&conn, reply);
+    /* gdb acknowledges the packet with `+` (this stub never offers QStartNoAckMode). Its write
+     * to a socket this process has closed fails (EPIPE), and gdb then reports a lost target
+     * instead of the exit: so wait for the `+`, or gdb's end, at most EXIT_ACK_MS. */
+    uint64_t until = events_now() + EXIT_ACK_MS * 1000000ull;
+    for (uint64_t t = events_now(); t < until; t = events_now()) {
+        struct pollfd p = { conn.fd, POLLIN, 0 };
+        if (poll(&p, 1, (int)((until - t) / 1000000 + 1)) <= 0)
+            continue;                   /* EINTR, or the time is up */
+        char buf[64];
+        ssize_t k = read(conn.fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0 || memchr(buf, '+', (size_t)k))
+            return;                     /* gdb's end, or its acknowledgement */
+    }
 }
 
 bool gdb_holds_interrupts(void)

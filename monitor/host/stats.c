@@ -105,6 +105,7 @@ void stats_report(FILE *f, double seconds_in_all)
         snprintf(name, sizeof name, "pages mapped by them (%.1f a request)", (double)pages_mapped / map_requests);
         row(f, "stub", name, pages_mapped, NULL);
     }
+    row(f, "stub", "map calls interrupted, answered again", stubs_map_calls_restarted(), NULL);
     for (unsigned i = 0; i < STUB_LOSS_KINDS; i++) {
         snprintf(name, sizeof name, "stub lost: %s", stub_loss_name(i));
         row(f, "stub", name, stubs_lost[i], NULL);
