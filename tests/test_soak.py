@@ -140,7 +140,8 @@ def test_soak_build_and_stress_without_growth():
         out = "\n".join(g.lines[-30:])
         assert g.p.returncode == 0, f"{g.name} exited {g.p.returncode}\n{out}"
         assert not any(re.match(r"round \d+.* failed", line) for line in g.lines), f"{g.name}\n{out}"
-        assert not any(line.startswith("kernel: ") for line in g.lines), f"{g.name}\n{out}"
+        kernel = [line for line in g.lines if line.startswith("kernel: ")]
+        assert not kernel, f"{g.name}\n" + "\n".join(kernel) + f"\n{out}"
         rounds = [line for line in g.lines if line.startswith("rounds ")]
         assert rounds and int(rounds[0].split()[1]) >= 1, f"{g.name}\n{out}"
         rss, fds = g.growth()

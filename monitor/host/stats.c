@@ -20,7 +20,7 @@ struct counter {
 };
 
 static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes, handoffs;
-static uint64_t map_requests, pages_mapped, stubs_lost[STUB_LOSS_KINDS];
+static uint64_t map_requests, pages_mapped, stubs_lost[STUB_LOSS_KINDS][65];    /* by the signal that ended it */
 static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
 
@@ -61,7 +61,7 @@ void stats_add_map_request(unsigned pages)
     map_requests++;
     pages_mapped += pages;
 }
-void stats_add_stub_lost(enum stub_loss why) { stubs_lost[why % STUB_LOSS_KINDS]++; }
+void stats_add_stub_lost(enum stub_loss why, int sig) { stubs_lost[why % STUB_LOSS_KINDS][(unsigned)sig % 65]++; }
 void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
@@ -80,7 +80,7 @@ static void row(FILE *f, const char *what, const char *name, uint64_t count, con
 void stats_report(FILE *f, double seconds_in_all)
 {
     uint64_t total = 0;
-    char name[48];
+    char name[64];
 
     for (unsigned i = 0; i < R3_ENTRY_COUNT; i++)
         total += gates[i].ticks;
@@ -107,8 +107,10 @@ void stats_report(FILE *f, double seconds_in_all)
     }
     row(f, "stub", "map calls interrupted, answered again", stubs_map_calls_restarted(), NULL);
     for (unsigned i = 0; i < STUB_LOSS_KINDS; i++) {
-        snprintf(name, sizeof name, "stub lost: %s", stub_loss_name(i));
-        row(f, "stub", name, stubs_lost[i], NULL);
+        for (unsigned sig = 0; sig < 65; sig++) {
+            snprintf(name, sizeof name, "stub lost: %s, signal %u", stub_loss_name(i), sig);
+            row(f, "stub", name, stubs_lost[i][sig], NULL);
+        }
     }
     for (unsigned i = 0; i < 32; i++) {
         snprintf(name, sizeof name, "vector %u", i);

@@ -37,7 +37,7 @@ void stats_add_interrupt(unsigned vector);
 void stats_add_cr3(uint64_t t0);
 void stats_add_handoff(uint64_t t0);
 void stats_add_map_request(unsigned pages);
-void stats_add_stub_lost(enum stub_loss why);
+void stats_add_stub_lost(enum stub_loss why, int sig);
 
 /* The start of a timed event: the TSC when --stats is on, else 0 (nothing else is paid). */
 static inline uint64_t stats_start(void) { return stats_enabled ? __rdtsc() : 0; }
@@ -54,9 +54,10 @@ static inline void stats_cr3(uint64_t t0) { if (stats_enabled) stats_add_cr3(t0)
 static inline void stats_handoff(uint64_t t0) { if (stats_enabled) stats_add_handoff(t0); }
 /* A hand-off that carries a checked map of (pages) pages. */
 static inline void stats_map_request(unsigned pages) { if (stats_enabled) stats_add_map_request(pages); }
-/* A stub given up (aspace.c): its process got a #GP that no instruction of its own caused, unless
- * it broke the stub itself. A process that means no harm never loses one. */
-static inline void stats_stub_lost(enum stub_loss why) { if (stats_enabled) stats_add_stub_lost(why); }
+/* A stub given up (aspace.c), ended by signal (sig) (0: it exited): its process got a #GP that no
+ * instruction of its own caused, unless it broke the stub itself. A process that means no harm
+ * never loses one. */
+static inline void stats_stub_lost(enum stub_loss why, int sig) { if (stats_enabled) stats_add_stub_lost(why, sig); }
 
 /* Print the table to (f): one row per kind seen, with count, total and mean host time. */
 void stats_report(FILE *f, double seconds_in_all);
