@@ -5,6 +5,8 @@
  * delivering a signal and returning from it, and the gate trampoline's own
  * register save and restore; the counts are exact.
  */
+#include <signal.h>
+
 #include "stats.h"
 
 #include "ring3/abi.h"
@@ -20,7 +22,7 @@ struct counter {
 };
 
 static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes, handoffs;
-static uint64_t map_requests, pages_mapped, stubs_lost[STUB_LOSS_KINDS][65];    /* by the signal that ended it */
+static uint64_t map_requests, pages_mapped, stubs_lost[STUB_LOSS_KINDS][NSIG];  /* by the signal that ended it */
 static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
 
@@ -61,7 +63,7 @@ void stats_add_map_request(unsigned pages)
     map_requests++;
     pages_mapped += pages;
 }
-void stats_add_stub_lost(enum stub_loss why, int sig) { stubs_lost[why % STUB_LOSS_KINDS][(unsigned)sig % 65]++; }
+void stats_add_stub_lost(enum stub_loss why, int sig) { stubs_lost[why % STUB_LOSS_KINDS][(unsigned)sig % NSIG]++; }
 void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
@@ -107,7 +109,7 @@ void stats_report(FILE *f, double seconds_in_all)
     }
     row(f, "stub", "map calls interrupted, answered again", stubs_map_calls_restarted(), NULL);
     for (unsigned i = 0; i < STUB_LOSS_KINDS; i++) {
-        for (unsigned sig = 0; sig < 65; sig++) {
+        for (unsigned sig = 0; sig < NSIG; sig++) {
             snprintf(name, sizeof name, "stub lost: %s, signal %u", stub_loss_name(i), sig);
             row(f, "stub", name, stubs_lost[i][sig], NULL);
         }
