@@ -304,10 +304,10 @@ static void stub_lost(struct vcpu *v, struct aspace *as)
 {
     enum stub_loss loss = stub_loss(as->stub);
     int pid = stub_pid(as->stub), status = stub_destroy(as->stub);
-    stats_stub_lost(loss, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    TRACE(v, "stub %d of address space %08x lost at eip %08x: %s (%s %d)", pid, as->pd, v->sh->eip,
-          stub_loss_name(loss), WIFSIGNALED(status) ? "signal" : "exit status",
-          WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    stats_stub_lost(loss, sig);
+    TRACE(v, "stub %d of address space %08x lost at eip %08x: %s (signal %d, exit status %d)", pid, as->pd,
+          v->sh->eip, stub_loss_name(loss), sig, sig ? 0 : WEXITSTATUS(status));
     bp_task_close(&as->bp);
     as->stub = stub_create();
     if (!as->stub)
