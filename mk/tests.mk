@@ -16,3 +16,11 @@ $(B)/tests/insert/decode: $(INSERT_DECODE_SRCS) $(SAN_STAMP) include/ring3/abi.h
 	$(CC) $(CFLAGS) -o $@ $(INSERT_DECODE_SRCS) -lcapstone
 
 TEST_DEPS += $(B)/tests/insert/decode
+
+# A fault in monitor code run by the signal handler, injected by LD_PRELOAD
+# (tests/test_internal_error.py). Not sanitized: it only has to fault.
+$(B)/tests/fault/fault_in_handler.so: tests/fault/fault_in_handler.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $<
+
+TEST_DEPS += $(B)/tests/fault/fault_in_handler.so

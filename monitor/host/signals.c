@@ -64,8 +64,20 @@ extern void r3_signal_entry(int, siginfo_t *, void *);
 _Static_assert(offsetof(ucontext_t, uc_mcontext.gregs) + REG_EFL * sizeof(greg_t) == 40 + 8 * 17,
                "UC_EFLAGS in monitor/cpu/runtime.S");
 
+/* A fault of the monitor's own, in a handler or not: the handler leaves the synchronous fault
+ * signals open (signals_init), so that one in monitor code the handler runs comes here too. A
+ * fault while this reports one (the state it dumps may be what is broken) ends it at once. */
 static _Noreturn void internal_error(struct vcpu *v, int sig, const ucontext_t *uc, const siginfo_t *si)
 {
+    static volatile sig_atomic_t reporting;
+    if (reporting) {
+        static const char again[] = "ring3: internal error: another fault while reporting one\n";
+        if (write(STDERR_FILENO, again, sizeof again - 1) < 0) {
+            /* nothing more to say */
+        }
+        _exit(EXIT_INTERNAL);
+    }
+    reporting = 1;
     fflush(stdout);
     console_restore();
     fprintf(stderr, "ring3: internal error: signal %d at %016llx (address %p) in the monitor; guest state:\n",
@@ -534,11 +546,19 @@ int signals_init(struct vcpu *v)
                                 -1, 0), .ss_size = size};
     if (ss.ss_sp == MAP_FAILED || sigaltstack(&ss, NULL))
         return -1;
+    /* Every signal waits while a handler runs, but for the faults: the kernel cannot hold a
+     * synchronous SIGSEGV, SIGBUS, SIGILL or SIGFPE back. If one is blocked when monitor code in
+     * the handler raises it, the host kills the process at once (force_sig_fault: the signal's
+     * default action), with no word said. Left open, it nests on the alternate stack and reaches
+     * internal_error like any other fault of the monitor. SA_NODEFER: else the signal being
+     * handled would be blocked too, and most are a SIGSEGV. */
+    uint64_t faults = 1ull << (SIGSEGV - 1) | 1ull << (SIGBUS - 1) |
+                      1ull << (SIGILL - 1) | 1ull << (SIGFPE - 1);
     struct kernel_sigaction sa = {
         .handler = r3_signal_entry,
-        .flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER_FLAG,
+        .flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTORER_FLAG,
         .restorer = (void (*)(void))(uintptr_t)r3_sigreturn,
-        .mask = ~0ull,
+        .mask = ~faults,
     };
     int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGALRM, SIGSYS,
                   SIGTERM, SIGHUP, SIGINT, SIGQUIT};
