@@ -517,13 +517,17 @@ static int serve_map(struct stub *s)
         bool spinning = now_ns() - start.wall < SPIN_NS;
         if (!spinning && silent_too_long(s, start))
             return give_up(s, STUB_LOSS_SILENT), -1;
+        /* A traced stub that stops on its way (a preemption) is continued at once: the stop's
+         * SIGCHLD wakes this wait. Continued only at the next slice, a stub sent preemptions
+         * faster than that would never leave its stops. */
+        int stopped = redirect == STUB_SYSEMU ? trace_stop_fd() : -1;
         if (redirect == STUB_SYSEMU && pass_signal_stops(s) < 0)
             return give_up(s, STUB_LOSS_PROTOCOL), -1;
-        struct pollfd p[2] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 } };
-        int k = poll(p, 2, spinning ? 0 : (int)((redirect == STUB_SYSEMU ? SLICE_NS / 10 : SLICE_NS) / 1000000));
+        struct pollfd p[3] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 }, { stopped, POLLIN, 0 } };
+        int k = poll(p, 3, spinning ? 0 : (int)(SLICE_NS / 1000000));
         if (k < 0 && errno != EINTR)
             return give_up(s, STUB_LOSS_PROTOCOL), -1;
-        if (k <= 0)
+        if (k <= 0 || !(p[0].revents | p[1].revents))
             continue;
         if (p[1].revents || (p[0].revents & (POLLHUP | POLLERR)))
             return found_dead(s), -1;

@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "trace.h"
 
@@ -28,16 +30,27 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static int stop_fd = -1;         /* trace_stop_fd: SIGCHLD as a descriptor */
+
 int trace_init(void)
 {
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
-    if (sigprocmask(SIG_BLOCK, &chld, NULL) != 0) {
+    if (sigprocmask(SIG_BLOCK, &chld, NULL) != 0 ||
+        (stop_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
         fprintf(stderr, "ring3: --syscalls=sysemu: cannot block SIGCHLD: %s\n", strerror(errno));
         return -1;
     }
     return 0;
+}
+
+int trace_stop_fd(void)
+{
+    struct signalfd_siginfo si[8];
+    while (read(stop_fd, si, sizeof si) > 0)
+        continue;
+    return stop_fd;
 }
 
 int trace_attach(pid_t pid)

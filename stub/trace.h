@@ -22,6 +22,11 @@
  * -1 after one line that says why. */
 int trace_init(void);
 
+/* A descriptor that polls readable once a traced stub stops (or ends) after this call: a
+ * signalfd of the SIGCHLD a stop sends its tracer, read empty here. For a wait on other
+ * descriptors too; trace_wait then says which stop it was. */
+int trace_stop_fd(void);
+
 /* Trace (pid), a child of this process that is not stopped. 0, or -1 after
  * one line that says why (e.g. ptrace forbidden by kernel.yama.ptrace_scope). */
 int trace_attach(pid_t pid);
