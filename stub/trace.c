@@ -39,7 +39,8 @@ int trace_init(void)
     sigaddset(&chld, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &chld, NULL) != 0 ||
         (stop_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
-        fprintf(stderr, "ring3: --syscalls=sysemu: cannot block SIGCHLD: %s\n", strerror(errno));
+        fprintf(stderr, "ring3: --syscalls=sysemu: cannot block SIGCHLD or open a signalfd for it: %s\n",
+                strerror(errno));
         return -1;
     }
     return 0;

@@ -18,8 +18,8 @@
 #include <sys/user.h>
 
 /* Once, before the first stub: blocks SIGCHLD in the monitor (trace_wait
- * waits for it) and learns the size of the host's XSAVE register set. 0, or
- * -1 after one line that says why. */
+ * waits for it) and opens trace_stop_fd's signalfd for it. 0, or -1 after one
+ * line that says why. */
 int trace_init(void);
 
 /* A descriptor that polls readable once a traced stub stops (or ends) after this call: a
