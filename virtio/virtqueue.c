@@ -128,6 +128,10 @@ void vq_unpop(struct virtqueue *q, uint16_t n)
 
 bool vq_push_n(struct virtqueue *q, const struct vq_used *used, unsigned n)
 {
+    /* A queue the driver turned off (a queue address of 0) without a reset while a backend still
+     * held one of its chains: nothing to give back to, and no ring in guest memory. */
+    if (q->size == 0)
+        return false;
     for (unsigned i = 0; i < n; i++) {
         uint32_t elem[2] = { used[i].head, used[i].written };
         memcpy(used_at(q, VQ_RING_HDR + 8ull * (q->used_idx & (q->size - 1))), elem, sizeof elem);

@@ -68,7 +68,8 @@ void vq_unpop(struct virtqueue *q, uint16_t n);
 
 /* Return chain (head) to the driver through the used ring, with (written)
  * bytes written into its buffers. Returns whether the driver wants an
- * interrupt for it (VQ_AVAIL_F_NO_INTERRUPT clear). */
+ * interrupt for it (VQ_AVAIL_F_NO_INTERRUPT clear). A queue that is off
+ * meanwhile takes nothing (false). */
 bool vq_push(struct virtqueue *q, uint16_t head, uint32_t written);
 
 /* The same for (n) chains at once, whose used elements the driver sees together: the used index
