@@ -21,7 +21,7 @@ LOOP = "i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done; echo done"
 
 
 @pytest.mark.parametrize("isolation", ["process", "none"])
-@pytest.mark.parametrize("after", [0, 3000], ids=["first event", "booting"])
+@pytest.mark.parametrize("after", [0, 3000], ids=["first event", "3000 calls later"])
 def test_a_fault_in_the_handler_is_reported(isolation, after):
     make(FAULT)
     env = dict(os.environ, LD_PRELOAD=str(FAULT), FAULT_AFTER=str(after))
