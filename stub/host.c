@@ -520,13 +520,15 @@ static int serve_map(struct stub *s)
         /* A traced stub that stops on its way (a preemption) is continued at once: the stop's
          * SIGCHLD wakes this wait. Continued only at the next slice, a stub sent preemptions
          * faster than that would never leave its stops. */
-        int stopped = redirect == STUB_SYSEMU ? trace_stop_fd() : -1;
         if (redirect == STUB_SYSEMU && pass_signal_stops(s) < 0)
             return give_up(s, STUB_LOSS_PROTOCOL), -1;
-        struct pollfd p[3] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 }, { stopped, POLLIN, 0 } };
+        struct pollfd p[3] = { { s->listener, POLLIN, 0 }, { s->pidfd, POLLIN, 0 },
+                               { redirect == STUB_SYSEMU ? trace_stop_fd() : -1, POLLIN, 0 } };
         int k = poll(p, 3, spinning ? 0 : (int)(SLICE_NS / 1000000));
         if (k < 0 && errno != EINTR)
             return give_up(s, STUB_LOSS_PROTOCOL), -1;
+        if (p[2].revents)
+            trace_stops_seen();         /* before the next pass_signal_stops: no stop is missed */
         if (k <= 0 || !(p[0].revents | p[1].revents))
             continue;
         if (p[1].revents || (p[0].revents & (POLLHUP | POLLERR)))

@@ -48,10 +48,14 @@ int trace_init(void)
 
 int trace_stop_fd(void)
 {
+    return stop_fd;
+}
+
+void trace_stops_seen(void)
+{
     struct signalfd_siginfo si[8];
     while (read(stop_fd, si, sizeof si) > 0)
         continue;
-    return stop_fd;
 }
 
 int trace_attach(pid_t pid)

@@ -22,10 +22,12 @@
  * line that says why. */
 int trace_init(void);
 
-/* A descriptor that polls readable once a traced stub stops (or ends) after this call: a
- * signalfd of the SIGCHLD a stop sends its tracer, read empty here. For a wait on other
- * descriptors too; trace_wait then says which stop it was. */
+/* A descriptor that polls readable once a traced stub stops (or ends): a signalfd of the
+ * SIGCHLD a stop sends its tracer. For a wait on other descriptors too; trace_wait then says
+ * which stop it was. trace_stops_seen reads it empty, to be called before that trace_wait, so
+ * that a stop after it makes the descriptor readable again. */
 int trace_stop_fd(void);
+void trace_stops_seen(void);
 
 /* Trace (pid), a child of this process that is not stopped. 0, or -1 after
  * one line that says why (e.g. ptrace forbidden by kernel.yama.ptrace_scope). */
