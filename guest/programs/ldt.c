@@ -124,6 +124,39 @@ static uint32_t data_read(uint16_t sel, uint32_t off)
     return fs_read32(off);
 }
 
+/* Loads SEL(entry) (present) into sreg, marks the entry not present with modify_ldt, makes one
+ * more system call (getpid) and puts in out what the register holds then; sreg is put back from
+ * %ss before any C reads through it. */
+#define RELOAD_AFTER_NOT_PRESENT(sreg, entry, desc, out)                                        \
+    do {                                                                                        \
+        uint32_t nr_ = SYS_modify_ldt, len_ = sizeof *(desc);                                   \
+        __asm__ volatile("movw %w3, %%" sreg "\n\t"                                            \
+                         "int $0x80\n\t"                                                        \
+                         "movl %6, %%eax\n\t"                                                   \
+                         "int $0x80\n\t"                                                        \
+                         "movl %%" sreg ", %0\n\t"                                              \
+                         "movw %%ss, %%dx\n\t"                                                  \
+                         "movw %%dx, %%" sreg                                                   \
+                         : "=&r"(out), "+a"(nr_), "+d"(len_)                                    \
+                         : "r"((uint32_t)SEL(entry)), "b"(0x11), "c"(desc), "i"(SYS_getpid)     \
+                         : "memory");                                                           \
+    } while (0)
+
+static uint16_t reload_after_not_present(unsigned entry, uint32_t base, int in_ds)
+{
+    static struct user_desc d;
+    uint32_t out;
+    d = (struct user_desc){.entry_number = entry, .base_addr = base, .limit = 0xFFF, .seg_32bit = 1,
+                           .seg_not_present = 1, .useable = 1};
+    if (set_entry(entry, base, 0xFFF, 0, 0, 0, 0) != 0)
+        return 0xFFFF;
+    if (in_ds)
+        RELOAD_AFTER_NOT_PRESENT("ds", entry, &d, out);
+    else
+        RELOAD_AFTER_NOT_PRESENT("es", entry, &d, out);
+    return (uint16_t)out;
+}
+
 int main(int argc, char **argv)
 {
     struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO};
@@ -184,6 +217,13 @@ int main(int argc, char **argv)
     raise(SIGUSR1);
     printf("signal frame fs %04x, after it fs %04x reads %08x\n", caught_fs, read_fs(), fs_read32(0));
     load_fs(0);
+
+    /* A data segment made not present while %es or %ds holds it, then a system call: the
+     * kernel reloads the register on its way back (Linux: refresh_ldt_segments on x86-64, the
+     * exit path's segment pops on i386), finds the segment not present (#NP) and leaves the
+     * register null. Each register is put back from %ss before any C reads through it. */
+    printf("segment 9 made not present while in es: es %04x\n", reload_after_not_present(9, b, 0));
+    printf("segment 9 made not present while in ds: ds %04x\n", reload_after_not_present(9, b, 1));
 
     pid_t pid = fork();
     if (pid == 0) {
