@@ -97,7 +97,7 @@ void net_iov_read(const struct iovec *iov, unsigned niov, size_t skip, uint8_t *
             continue;
         }
         size_t k = iov[i].iov_len - skip < len ? iov[i].iov_len - skip : len;
-        memcpy(dst, (const uint8_t *)iov[i].iov_base + skip, k);
+        memmove(dst, (const uint8_t *)iov[i].iov_base + skip, k);   /* both may be guest RAM (below) */
         dst += k;
         len -= k;
         skip = 0;

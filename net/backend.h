@@ -180,7 +180,9 @@ void net_backend_resume(struct net_backend *b);
 
 void net_backend_free(struct net_backend *b);
 
-/* Bytes [skip, skip + len) of a frame in pieces (iov, niov) into (dst); as many as there are. */
+/* Bytes [skip, skip + len) of a frame in pieces (iov, niov) into (dst); as many as there are.
+ * The pieces and (dst) may overlap: a frame that stays in guest RAM (the IKC switch) can be
+ * received into buffers of the same guest RAM, which its driver may place over the frame. */
 void net_iov_read(const struct iovec *iov, unsigned niov, size_t skip, uint8_t *dst, size_t len);
 
 #endif
