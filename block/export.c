@@ -60,9 +60,15 @@ static int transfer(struct disk_export *e, unsigned from, const struct ikc_packe
         ikc_count_bad(e->g);    /* a request that fails is counted (above), as ikc_pieces does */
         return EINVAL;
     }
-    if (ikc_pieces(e->g, from, p->data, n, e->iov, &total))
+    /* The list is freed once read, a bad piece in it or not (ikc_piece_list: the reader frees
+     * it); one that is not the user's is neither read nor freed, and counted once. */
+    uint64_t list_len = n * sizeof(struct ikc_piece);
+    if (!ikc_bulk(e->g, from, p->data, list_len))
         return EINVAL;
-    ikc_bulk_free(e->g, from, p->data, n * sizeof(struct ikc_piece));
+    int bad = ikc_pieces(e->g, from, p->data, n, e->iov, &total);
+    ikc_bulk_free(e->g, from, p->data, list_len);
+    if (bad)
+        return EINVAL;
     uint64_t size = disk_image_size(e->image);
     if (total != len || len % DISK_SECTOR || off % DISK_SECTOR || off > size || len > size - off) {
         ikc_count_bad(e->g);

@@ -18,7 +18,7 @@
  * read-only attach, else 0), attaches and refuses as they say, answers nothing else, and counts
  * exactly the malformed packets; a good READ leaves the image's bytes in the user's pieces and
  * the rest of its RAM as it was, a good WRITE changes the image (read back) as the model does, a
- * bad one changes nothing; a good request's piece list is freed and no other unit is. The
+ * bad one changes nothing; a piece list the export could read is freed and no other unit is. The
  * remote sends what was submitted (or refuses as it says), calls back once for each id in flight
  * that a DONE names, with the errno it carries, never for anything else, and counts every other
  * answer. A ring whose head is more than a ring ahead is dropped and counted once, one in range
@@ -155,13 +155,13 @@ static uint64_t model_transfer(struct served *s, const struct ikc_packet *p, boo
         return EINVAL;
     struct ikc_piece piece[SERVED_MAX_PIECES];
     memcpy(piece, &evil.g->sh->bulk[0][0] + p->data, n * sizeof *piece);
+    mark_units(p->data, n * sizeof *piece, 0);     /* read: the list is freed, good or not */
     uint64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (piece[i].gpa > RAM_BYTES || piece[i].len > RAM_BYTES - piece[i].gpa)
             return EINVAL;
         total += piece[i].len;
     }
-    mark_units(p->data, n * sizeof *piece, 0);     /* read: the list is freed */
     if (total != len || len % DISK_SECTOR || off % DISK_SECTOR || off > s->size ||
         len > s->size - off)
         return EINVAL;
