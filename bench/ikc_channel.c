@@ -23,12 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ikc/channel.h"
+#include "ikc/layout.h"             /* ikc_shm_name */
 
 #define RAM_BYTES (1u << 20)
 
@@ -196,9 +198,20 @@ int main(int argc, char **argv)
         return 1;
     }
     pid_t child = fork();
-    if (child == 0)
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);       /* a killed run leaves no echo spinning */
+        if (getppid() == 1)
+            _exit(1);
         echo(name, sv[1], rounds, packets);
+    }
     struct end *e = open_end(name, sv[0], "measure");
+    if (e->g) {
+        /* Both ends have the group mapped: its name can go now, so that a run killed before
+         * ikc_leave leaves nothing in /dev/shm. */
+        char path[80];
+        ikc_shm_name(name, path, sizeof path);
+        shm_unlink(path);
+    }
     uint64_t *t = calloc((size_t)rounds, sizeof *t);
     struct ikc_packet p = { .cmd = CMD_PING };
     for (int sleep = 0; sleep < 2; sleep++) {
