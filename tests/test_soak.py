@@ -8,9 +8,13 @@
   computing process (guest/programs/sigstress.c).
 
 Every 30 s the monitors' private memory (RssAnon: the heap and stacks; guest RAM is a shared
-memfd, which the guest fills as it likes) and open descriptors are sampled. From the end of the
-first build on, neither may grow past a bound, the guests' kernels may log no BUG, Oops or
-WARNING, and every loop must have gone round without a failure.
+memfd, which the guest fills as it likes), open descriptors and child processes are sampled.
+From the end of the first build on, neither memory nor descriptors may grow past a bound, the
+guests' kernels may log no BUG, Oops or WARNING, and every loop must have gone round without a
+failure. A monitor's children are its stub processes: one per --stubs slot at most and those
+started ahead of need (stub/host.c, at most POOL_SIZE + 1), never more; one that has ended is
+reaped when its slot next runs, so none may stay a zombie from one sample to a sample
+ZOMBIE_SECONDS later.
 
 The bound on memory allows for the address-space cache: each of its --stubs slots (16 by
 default) has a table of the 1M pages it maps (monitor/mmu/mmu.c, struct tlb: about 4.6 MiB),
@@ -36,6 +40,8 @@ SAMPLE_SECONDS = 30
 RSS_GROWTH_KIB = 8 * 1024       # what a leak of a few bytes per guest process would pass
 TLB_KIB = 4736                  # struct tlb: frame[1M] of 4 bytes and five bitmaps of 1M bits
 FD_GROWTH = 8                   # descriptors of processes alive at a sample come and go
+STUBS_AHEAD = 3                 # stub/host.c: POOL_SIZE + 1
+ZOMBIE_SECONDS = 300            # the stress guest's slots run again within a round
 # Not "segfault" or "general protection": the hostile program's every attempt ends in one, and
 # the kernel logs it.
 KERNEL_TROUBLE = re.compile(r"BUG|Oops|WARNING|Call Trace")
@@ -73,6 +79,21 @@ def descriptors(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def children(pid):
+    """The child processes of (pid): (alive, zombies), lists of pids."""
+    alive, zombies = [], []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            for kid in f.read().split():
+                try:
+                    with open(f"/proc/{kid}/stat") as st:
+                        state = st.read().rsplit(")", 1)[1].split()[0]
+                except FileNotFoundError:
+                    continue    # reaped since
+                (zombies if state == "Z" else alive).append(int(kid))
+    return alive, zombies
+
+
 class Guest:
     """One ring3 running a loop; its lines are gathered as they come, with the time of each."""
 
@@ -84,6 +105,8 @@ class Guest:
                                   stdin=subprocess.DEVNULL, text=True)
         self.lines = []
         self.samples = []       # (seconds since start, RssAnon KiB, descriptors)
+        self.most_children = 0
+        self.zombie_seen = {}   # pid: (the first sample's time it was a zombie in, the last's)
         self.first_round = None
         threading.Thread(target=self.read, daemon=True).start()
 
@@ -96,8 +119,17 @@ class Guest:
     def sample(self, t):
         try:
             self.samples.append((t, private_kib(self.p.pid), descriptors(self.p.pid)))
+            alive, zombies = children(self.p.pid)
+            self.most_children = max(self.most_children, len(alive))
+            for kid in zombies:
+                self.zombie_seen[kid] = (self.zombie_seen.get(kid, (t, t))[0], t)
         except (FileNotFoundError, ProcessLookupError, AttributeError):
             pass    # it has just ended
+
+    def longest_zombie(self):
+        """The longest a child stayed a zombie between samples, in seconds, and its pid."""
+        return max(((last - first, kid) for kid, (first, last) in self.zombie_seen.items()),
+                   default=(0, None))
 
     def growth(self):
         """RssAnon and descriptor growth from the first sample after the first round (in a run
@@ -133,7 +165,9 @@ def test_soak_build_and_stress_without_growth():
     for g in guests:
         rss, fds = g.growth()
         rounds = next((line for line in g.lines if line.startswith("rounds ")), "no rounds line")
+        zombie, _ = g.longest_zombie()
         report.append(f"{g.name}: {rounds}; RssAnon +{rss} KiB, descriptors +{fds}, "
+                      f"at most {g.most_children} stubs, a zombie for at most {zombie:.0f} s, "
                       f"{len(g.samples)} samples")
     print("\n".join(report))
     for g in guests:
@@ -146,6 +180,9 @@ def test_soak_build_and_stress_without_growth():
         assert rounds and int(rounds[0].split()[1]) >= 1, f"{g.name}\n{out}"
         rss, fds = g.growth()
         assert rss <= RSS_GROWTH_KIB + g.stubs * TLB_KIB and fds <= FD_GROWTH, "\n".join(report)
+        assert g.most_children <= g.stubs + STUBS_AHEAD, "\n".join(report)
+        zombie, kid = g.longest_zombie()
+        assert zombie < ZOMBIE_SECONDS, f"{g.name}: stub process {kid} unreaped\n" + "\n".join(report)
     # A stub lost gives its process a #GP it did not cause (monitor/mmu/aspace.c, stub_lost): the
     # build, which breaks none, may lose none (--stats counts them; the hostile program does).
     lost = [line for line in build.lines if "stub lost:" in line]
