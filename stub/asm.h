@@ -15,7 +15,9 @@
 #define CTL_R_EFLAGS   (CTL_R + 36)
 #define CTL_R_SEL(n)   (CTL_R + 40 + 4 * (n)) /* 0 es 1 cs 2 ss 3 ds 4 fs 5 gs */
 #define CTL_NMAP       152
+#define CTL_NUNMAP     156
 #define CTL_MAP        168
+#define CTL_UNMAP      (CTL_MAP + 64 * RANGE_SIZE)   /* after map[STUB_MAX_RANGES] */
 #define RANGE_SIZE     24                     /* struct stub_range */
 #define RANGE_LINEAR   0
 #define RANGE_PAGES    4

@@ -5,6 +5,7 @@
 
 #define NR_CLOSE        3
 #define NR_MMAP         9
+#define NR_MUNMAP       11
 #define NR_SET_THREAD_AREA_32 243           /* i386 syscall table */
 #define MAP_SHARED_FIXED 0x11               /* MAP_SHARED | MAP_FIXED */
 #define RT(label)       (R3_CODE + ((label) - rt_blob))
@@ -66,7 +67,8 @@ stub_restorer:
 
 /* The map site (protocol.h, "Mapping"). Guest code may jump to the syscall below with any
  * registers and stack, so after it nothing depends on either until STUB_MEMFD is closed:
- * every value comes from a constant, the control area or the kernel's return value. */
+ * every value comes from a constant, the control area or the kernel's return value. The
+ * unmaps come first: the monitor wrote them with the maps, once the call proved the stub here. */
     .globl stub_map, stub_map_syscall
 stub_map:
     pushq %rbx
@@ -76,6 +78,23 @@ stub_map_syscall:
     cmpq $STUB_MEMFD, %rax              /* the monitor's answer: the memfd installed there (ADDFD_FLAG_SEND), or an error */
     jne 3f
     xorl %ebx, %ebx
+4:  movabsq $STUB_CTL_ADDR, %rcx
+    movl CTL_NUNMAP(%rcx), %eax
+    cmpl $STUB_MAX_RANGES, %eax
+    jbe 5f
+    movl $STUB_MAX_RANGES, %eax
+5:  cmpl %eax, %ebx
+    jae 6f
+    imulq $RANGE_SIZE, %rbx, %rdx
+    leaq CTL_UNMAP(%rcx,%rdx), %rcx
+    movl RANGE_LINEAR(%rcx), %edi
+    movl RANGE_PAGES(%rcx), %esi
+    shlq $12, %rsi
+    movl $NR_MUNMAP, %eax
+    syscall
+    incl %ebx
+    jmp 4b
+6:  xorl %ebx, %ebx
 1:  movabsq $STUB_CTL_ADDR, %rcx
     movl CTL_NMAP(%rcx), %eax
     cmpl $STUB_MAX_RANGES, %eax

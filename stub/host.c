@@ -400,6 +400,7 @@ uint64_t stubs_map_calls_restarted(void) { return map_calls_restarted; }
 
 int stub_pid(const struct stub *s) { return s->pid; }
 uint64_t stub_map_site(const struct stub *s) { return s->map_site; }
+uint64_t stub_trap_site(const struct stub *s) { return s->trap_site; }
 
 uint64_t stub_vdso(const struct stub *s) { return s->vdso; }
 
@@ -544,6 +545,8 @@ static int serve_map(struct stub *s)
             respond(s->listener, n->id, EPERM);
             continue;
         }
+        memcpy(s->ctl->unmap, s->unmap, sizeof s->unmap[0] * s->nunmap);
+        s->ctl->nunmap = s->nunmap;
         memcpy(s->ctl->map, s->map, sizeof s->map[0] * s->nmap);
         s->ctl->nmap = s->nmap;
         /* A notification gone (ENOENT) or an answer refused because its call was interrupted
@@ -594,9 +597,6 @@ static uint32_t load_commands(struct stub *s, const struct stub_regs *r, const v
     struct stub_ctl *c = s->ctl;
     uint32_t cmd = 0;
     c->r = *r;
-    memcpy(c->unmap, s->unmap, sizeof s->unmap[0] * s->nunmap);
-    c->nunmap = s->nunmap;
-    s->nunmap = 0;
     if (s->ntls) {
         memcpy(c->tls, s->tls, sizeof s->tls[0] * s->ntls);
         c->ntls = s->ntls;
@@ -612,8 +612,11 @@ static uint32_t load_commands(struct stub *s, const struct stub_regs *r, const v
         memcpy(STUB_CTL_FPU(c), xsave, xsave_size);
         cmd |= STUB_CMD_FPU;
     }
-    if (s->nmap) {
-        c->nmap = 0;                    /* written only once the stub is proven at its map site */
+    if (s->nmap || s->nunmap) {
+        /* Written only once the stub is proven at its map site (serve_map): the unmaps too, or
+         * guest code that forged its last event and runs on could skip them and keep pages the
+         * guest kernel has freed since. */
+        c->nmap = c->nunmap = 0;
         cmd |= STUB_CMD_MAP;
     }
     c->cmd = cmd;
@@ -685,7 +688,7 @@ int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
     }
     if (cmd & STUB_CMD_MAP) {
         int rc = serve_map(s);
-        s->nmap = 0;
+        s->nmap = s->nunmap = 0;
         if (rc < 0)
             return -1;
     }

@@ -97,6 +97,8 @@ int stub_pid(const struct stub *s);
 
 /* The address of (s)'s map site (reported at READY), for tests and messages. */
 uint64_t stub_map_site(const struct stub *s);
+/* The address after the int3 of (s)'s traced hand-off (reported at READY; sysemu), for tests. */
+uint64_t stub_trap_site(const struct stub *s);
 
 /* (s)'s vDSO base, reported at READY before any guest code ran: where the
  * host kernel sends a compat-mode sysenter back to (monitor/host/host_probe.h). */

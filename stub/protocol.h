@@ -31,21 +31,29 @@
  * reach the monitor as ptrace stops without the stub's help at all; to run
  * commands after one, the monitor points the stopped stub at cmd_entry.
  *
- * Mapping. When cmd has STUB_CMD_MAP, the stub, before anything else, makes
+ * Mapping. When cmd has STUB_CMD_MAP (there are pages to map or to unmap),
+ * the stub, before anything else, makes
  * system call STUB_NR_MAP at its one map site. The seccomp filter sends that
  * call to the monitor (user notification), which is proof that the stub's
  * only task is stopped in the kernel at that site. The monitor checks the
  * notification's instruction pointer against the map site the stub reported
- * before any guest code ran, then writes map[] and nmap, installs the guest
+ * before any guest code ran, then writes unmap[], nunmap, map[] and nmap, installs the guest
  * memory memfd as descriptor STUB_MEMFD and answers the call in the same step
  * (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND): the call returns
  * STUB_MEMFD, and any other result means "map nothing". The code after the map site reads only constants and
- * this area: it maps map[0..min(nmap, STUB_MAX_RANGES)) with MAP_SHARED |
+ * this area: it unmaps unmap[0..min(nunmap, STUB_MAX_RANGES)), maps
+ * map[0..min(nmap, STUB_MAX_RANGES)) with MAP_SHARED |
  * MAP_FIXED from STUB_MEMFD, closes STUB_MEMFD, and only then goes on. A
  * signal that interrupts that code (guest code may enter the map site with
  * TF set, and the trap follows the call) is taken by a handler that closes
- * STUB_MEMFD before it goes back to guest code. So the descriptor exists
- * only while no guest code can run. A preemption that reaches the stub while
+ * STUB_MEMFD and, if it was open, does the unmaps before it goes back to guest
+ * code. So the descriptor exists only while no guest code can run, and no
+ * guest code runs before the unmaps: guest code can forge an event in this
+ * area and run on (--syscalls=sud), or stop at the trap site and return from
+ * it elsewhere (sysemu), but then never reaches the map site, and the monitor,
+ * which waits for it there before it runs anything else, gives the stub up as
+ * silent. Unmaps written with the resume instead could be skipped, and the
+ * pages kept after the guest kernel freed them (tests/stub: 6h). A preemption that reaches the stub while
  * it waits in the call (commands after a gate event run outside the signal
  * handler, with signals open) makes it again (SA_RESTART): the monitor, which
  * finds the notification gone (ENOENT) or its answer refused (ESRCH), answers

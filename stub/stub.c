@@ -29,6 +29,8 @@ _Static_assert(offsetof(struct stub_ctl, r.eflags) == CTL_R_EFLAGS, "asm.h");
 _Static_assert(offsetof(struct stub_ctl, r.sel) == CTL_R_SEL(0), "asm.h");
 _Static_assert(offsetof(struct stub_ctl, nmap) == CTL_NMAP, "asm.h");
 _Static_assert(offsetof(struct stub_ctl, map) == CTL_MAP, "asm.h");
+_Static_assert(offsetof(struct stub_ctl, nunmap) == CTL_NUNMAP, "asm.h");
+_Static_assert(offsetof(struct stub_ctl, unmap) == CTL_UNMAP, "asm.h");
 _Static_assert(sizeof(struct stub_range) == RANGE_SIZE, "asm.h");
 _Static_assert(offsetof(struct stub_range, offset) == RANGE_OFFSET, "asm.h");
 _Static_assert(offsetof(struct stub_range, prot) == RANGE_PROT, "asm.h");
@@ -126,13 +128,19 @@ static void set_ldt(void)
         sys3(__NR_modify_ldt, 0x11, &STUB_CTL_LDT(ctl)[i], sizeof(struct stub_tls));
 }
 
-/* Unmaps, the checked map, TLS, LDT, exit: in that order. Returns the commands. */
-static uint32_t run_commands(void)
+/* The unmaps of a map hand-off whose code a signal interrupted after the monitor's answer. */
+static void unmaps(void)
 {
-    uint32_t cmd = ctl->cmd;
     uint32_t n = ctl->nunmap < STUB_MAX_RANGES ? ctl->nunmap : STUB_MAX_RANGES;
     for (uint32_t i = 0; i < n; i++)
         sys3(__NR_munmap, ctl->unmap[i].linear, (uint64_t)ctl->unmap[i].pages << 12, 0);
+}
+
+/* The checked map hand-off (unmaps, then maps), TLS, LDT, exit: in that order. Returns the
+ * commands. */
+static uint32_t run_commands(void)
+{
+    uint32_t cmd = ctl->cmd;
     if (cmd & STUB_CMD_MAP)
         stub_map();
     if (cmd & STUB_CMD_TLS)
@@ -261,8 +269,10 @@ int stub_signal(int sig, struct k_siginfo *si, struct k_ucontext *uc)
     if (in_stub_code(mc)) {
         /* Guest code may enter the map site with TF set (SDM vol. 3, 18.3.1.4: the single-step
          * trap follows the instruction that began with it), so that the trap comes after the
-         * call installed STUB_MEMFD: this handler goes back to guest code, the descriptor must not. */
-        sys3(__NR_close, STUB_MEMFD, 0, 0);
+         * call installed STUB_MEMFD: this handler goes back to guest code, the descriptor must
+         * not. Nor may the pages the monitor answered to unmap: it took them for gone. */
+        if (sys3(__NR_close, STUB_MEMFD, 0, 0) == 0)
+            unmaps();
     }
     clear_event(STUB_EV_SIGNAL);
     ctl->sig = sig;

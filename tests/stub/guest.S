@@ -143,6 +143,28 @@ g_forge_tf:
     iretq
     .code32
 
+/* 6h: a forged event, then guest code that goes on reading G_FORGE_LIN for ever, whatever the
+ * monitor answers. Under sysemu the forged hand-off is a stop at the stub's own int3 (%edi:%esi,
+ * the byte before its trap site), from which the stub's `ret` comes back here. */
+g_forge_keep:
+    ljmp $HOST_CS64, $1f
+    .code64
+1:  movabsq $STUB_CTL_ADDR, %rax
+    movl $STUB_EV_GATE, CTL_KIND(%rax)
+    movl $STUB_EVENT, CTL_STATE(%rax)
+    movl %esi, %r11d
+    movl %edi, %r12d
+    shlq $32, %r12
+    orq %r11, %r12
+    jz 2f
+    movl %esp, %esp
+    leaq 2f(%rip), %rcx
+    pushq %rcx
+    jmp *%r12
+2:  movl G_FORGE_LIN, %eax
+    jmp 2b
+    .code32
+
 g_probe:
     movl G_FORGE_LIN, %eax
     int $0x80

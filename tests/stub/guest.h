@@ -13,7 +13,7 @@
 
 /* guest.bin starts with a table of these addresses, as 32-bit words in this order */
 #define GUEST_SYMS(X) X(t1) X(t1_after) X(t1_end) X(t2) X(t3) X(t3_ret) X(t3_shared) X(t4) X(t4_ret) \
-    X(t5) X(g_jmp64) X(g_syscall64) X(g_forge) X(g_forge_tf) X(g_after64) X(g_probe) X(g_loop) X(g_sysloop) \
+    X(t5) X(g_jmp64) X(g_syscall64) X(g_forge) X(g_forge_tf) X(g_forge_keep) X(g_after64) X(g_probe) X(g_loop) X(g_sysloop) \
     X(g_gateloop) X(g_gateloop_ret) X(g_maploop) X(g_maploop_ret)
 
 #endif
