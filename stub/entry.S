@@ -22,6 +22,24 @@
 2:  movw %cx, \sreg
 .endm
 
+/* Range %ebx of the control area's list at (array), counted by (count) but never past
+ * STUB_MAX_RANGES: %rcx its address, %edi its linear address, %rsi its length in bytes; or a
+ * jump to (done) past the last. */
+.macro RANGE count, array, done
+    movabsq $STUB_CTL_ADDR, %rcx
+    movl \count(%rcx), %eax
+    cmpl $STUB_MAX_RANGES, %eax
+    jbe 10f
+    movl $STUB_MAX_RANGES, %eax
+10: cmpl %eax, %ebx
+    jae \done
+    imulq $RANGE_SIZE, %rbx, %rdx
+    leaq \array(%rcx,%rdx), %rcx
+    movl RANGE_LINEAR(%rcx), %edi
+    movl RANGE_PAGES(%rcx), %esi
+    shlq $12, %rsi
+.endm
+
     .text
     .code64
     .globl _start
@@ -78,35 +96,13 @@ stub_map_syscall:
     cmpq $STUB_MEMFD, %rax              /* the monitor's answer: the memfd installed there (ADDFD_FLAG_SEND), or an error */
     jne 3f
     xorl %ebx, %ebx
-4:  movabsq $STUB_CTL_ADDR, %rcx
-    movl CTL_NUNMAP(%rcx), %eax
-    cmpl $STUB_MAX_RANGES, %eax
-    jbe 5f
-    movl $STUB_MAX_RANGES, %eax
-5:  cmpl %eax, %ebx
-    jae 6f
-    imulq $RANGE_SIZE, %rbx, %rdx
-    leaq CTL_UNMAP(%rcx,%rdx), %rcx
-    movl RANGE_LINEAR(%rcx), %edi
-    movl RANGE_PAGES(%rcx), %esi
-    shlq $12, %rsi
+1:  RANGE CTL_NUNMAP, CTL_UNMAP, 2f
     movl $NR_MUNMAP, %eax
     syscall
     incl %ebx
-    jmp 4b
-6:  xorl %ebx, %ebx
-1:  movabsq $STUB_CTL_ADDR, %rcx
-    movl CTL_NMAP(%rcx), %eax
-    cmpl $STUB_MAX_RANGES, %eax
-    jbe 2f
-    movl $STUB_MAX_RANGES, %eax
-2:  cmpl %eax, %ebx
-    jae 3f
-    imulq $RANGE_SIZE, %rbx, %rdx
-    leaq CTL_MAP(%rcx,%rdx), %rcx
-    movl RANGE_LINEAR(%rcx), %edi
-    movl RANGE_PAGES(%rcx), %esi
-    shlq $12, %rsi
+    jmp 1b
+2:  xorl %ebx, %ebx
+4:  RANGE CTL_NMAP, CTL_MAP, 3f
     movl RANGE_PROT(%rcx), %edx
     movq RANGE_OFFSET(%rcx), %r9
     movl $MAP_SHARED_FIXED, %r10d
@@ -114,7 +110,7 @@ stub_map_syscall:
     movl $NR_MMAP, %eax
     syscall
     incl %ebx
-    jmp 1b
+    jmp 4b
 3:  movl $NR_CLOSE, %eax
     movl $STUB_MEMFD, %edi
     syscall

@@ -9,6 +9,14 @@ R3_ENTRIES(R3_ASM_SET)
 
 #define GATE(n) call *%cs:(R3_TABLE + 4 * (n))
 
+/* In 64-bit code: %r12 = the 64-bit address %edi:%esi (ZF set when it is 0). */
+.macro TARGET64
+    movl %esi, %r11d
+    movl %edi, %r12d
+    shlq $32, %r12
+    orq %r11, %r12
+.endm
+
     .text
     .code32
 #define SYM_WORD(name) .long name;
@@ -105,10 +113,7 @@ g_forge:
     leaq g_after64(%rip), %rcx
     pushq %rcx                      /* the map site's `ret` ... */
     pushq $0                        /* ... after its `pop %rbx` */
-    movl %esi, %r11d
-    movl %edi, %r12d
-    shlq $32, %r12
-    orq %r11, %r12
+    TARGET64
     movl $STUB_NR_MAP, %eax
     jmp *%r12
 g_after64:
@@ -127,10 +132,7 @@ g_forge_tf:
 2:  pause
     cmpl $STUB_RUN, CTL_STATE(%rax)
     jne 2b
-    movl %esi, %r11d
-    movl %edi, %r12d
-    shlq $32, %r12
-    orq %r11, %r12
+    TARGET64
     movl %esp, %esp
     movq %rsp, %rcx
     pushq $HOST_DS
@@ -152,10 +154,7 @@ g_forge_keep:
 1:  movabsq $STUB_CTL_ADDR, %rax
     movl $STUB_EV_GATE, CTL_KIND(%rax)
     movl $STUB_EVENT, CTL_STATE(%rax)
-    movl %esi, %r11d
-    movl %edi, %r12d
-    shlq $32, %r12
-    orq %r11, %r12
+    TARGET64
     jz 2f
     movl %esp, %esp
     leaq 2f(%rip), %rcx
