@@ -79,6 +79,9 @@ struct stub {
     uint64_t trap_site, cmd_entry;      /* from READY */
     enum stub_stop stop;
     struct user_regs_struct stop_regs;  /* STOP_GUEST: the registers at the stop */
+    bool handed_off;                    /* --syscalls=sud: an event taken, no resume since */
+    bool held;                          /* ... and since stub_hold, stopped at its map site */
+    uint64_t held_id;                   /* ... in the call of this notification */
 };
 
 extern const char ring3_stub_image[], ring3_stub_image_end[];   /* stub/blob.S */
@@ -505,8 +508,9 @@ static int pass_signal_stops(struct stub *s)
     return trace_cont(s->pid, NULL, NULL, 0, te.sig);
 }
 
-/* The checked map hand-off of protocol.h. 0, or -1 (the stub was given up: give_up). */
-static int serve_map(struct stub *s)
+/* The stub's call at its map site (protocol.h, "Mapping"), received and checked: its
+ * notification's id in (*id). 0, or -1 (the stub was given up: give_up). */
+static int take_map_call(struct stub *s, uint64_t *id)
 {
     struct seccomp_notif *n = notif_buf();
     struct since start = since_now(s);
@@ -545,39 +549,57 @@ static int serve_map(struct stub *s)
             respond(s->listener, n->id, EPERM);
             continue;
         }
-        memcpy(s->ctl->unmap, s->unmap, sizeof s->unmap[0] * s->nunmap);
-        s->ctl->nunmap = s->nunmap;
-        memcpy(s->ctl->map, s->map, sizeof s->map[0] * s->nmap);
-        s->ctl->nmap = s->nmap;
-        /* A notification gone (ENOENT) or an answer refused because its call was interrupted
-         * (ESRCH: seccomp_do_user_notification) is a preemption that reached the stub in the
-         * call: the call is made again (stub.c, SA_RESTART), and this loop takes the new one. */
-        uint64_t id = n->id;
-        if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
-            if (errno == ENOENT) {
-                map_calls_restarted++;
-                continue;
-            }
-            return give_up(s, STUB_LOSS_PROTOCOL), -1;
-        }
-        /* The descriptor and the answer in one step (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): the
-         * stub's call returns STUB_MEMFD, and it is woken once, not twice. */
-        struct seccomp_notif_addfd add = { .id = n->id, .flags = SECCOMP_ADDFD_FLAG_SETFD | SECCOMP_ADDFD_FLAG_SEND,
-                                           .srcfd = (uint32_t)guest_memfd, .newfd = STUB_MEMFD, .newfd_flags = 0 };
-        /* No host signal may interrupt it: after an interrupted ADDFD with SEND the
-         * notification counts as answered, and the call again fails (EINPROGRESS). */
-        sigset_t all, old;
-        sigfillset(&all);
-        sigprocmask(SIG_SETMASK, &all, &old);
-        int fd = notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add), err = errno;
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        if (fd == STUB_MEMFD)
-            return 0;
-        if (fd < 0 && (err == ENOENT || err == ESRCH)) {
-            map_calls_restarted++;
-            continue;
-        }
-        return give_up(s, STUB_LOSS_PROTOCOL), -1;
+        *id = n->id;
+        return 0;
+    }
+}
+
+/* The answer to call (id) of take_map_call: the queued unmaps and maps in the control area, and
+ * guest memory's descriptor. 0; 1 when the call is gone (a preemption interrupted it, and the
+ * stub makes it again); or -1 (given up). */
+static int answer_map_call(struct stub *s, uint64_t id)
+{
+    memcpy(s->ctl->unmap, s->unmap, sizeof s->unmap[0] * s->nunmap);
+    s->ctl->nunmap = s->nunmap;
+    memcpy(s->ctl->map, s->map, sizeof s->map[0] * s->nmap);
+    s->ctl->nmap = s->nmap;
+    /* A notification gone (ENOENT) or an answer refused because its call was interrupted
+     * (ESRCH: seccomp_do_user_notification) is a preemption that reached the stub in the
+     * call: the call is made again (stub.c, SA_RESTART), and the caller takes the new one. */
+    uint64_t valid = id;
+    if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &valid) != 0)
+        return errno == ENOENT ? 1 : (give_up(s, STUB_LOSS_PROTOCOL), -1);
+    /* The descriptor and the answer in one step (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): the
+     * stub's call returns STUB_MEMFD, and it is woken once, not twice. */
+    struct seccomp_notif_addfd add = { .id = id, .flags = SECCOMP_ADDFD_FLAG_SETFD | SECCOMP_ADDFD_FLAG_SEND,
+                                       .srcfd = (uint32_t)guest_memfd, .newfd = STUB_MEMFD, .newfd_flags = 0 };
+    /* No host signal may interrupt it: after an interrupted ADDFD with SEND the
+     * notification counts as answered, and the call again fails (EINPROGRESS). */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    int fd = notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add), err = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd == STUB_MEMFD)
+        return 0;
+    if (fd < 0 && (err == ENOENT || err == ESRCH))
+        return 1;
+    return give_up(s, STUB_LOSS_PROTOCOL), -1;
+}
+
+/* The checked map hand-off of protocol.h, to a stub on its way to its map site or held there
+ * (stub_hold). 0, or -1 (the stub was given up: give_up). */
+static int serve_map(struct stub *s)
+{
+    for (;;) {
+        uint64_t id = s->held_id;
+        if (!s->held && take_map_call(s, &id) < 0)
+            return -1;
+        s->held = false;
+        int r = answer_map_call(s, id);
+        if (r <= 0)
+            return r;
+        map_calls_restarted++;
     }
 }
 
@@ -588,6 +610,30 @@ static void run(struct stub_ctl *c)
     __atomic_store_n(&c->state, STUB_RUN, __ATOMIC_SEQ_CST);   /* pairs with the stub's stub_sleeps store */
     if (c->stub_sleeps)
         syscall(SYS_futex, &c->state, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* ---- holding ---- */
+
+int stub_hold(struct stub *s)
+{
+    /* A traced stub is in a ptrace stop from its event to its resume, which guest code cannot
+     * forge; nor has a stub that has taken no event run guest code yet. */
+    if (redirect != STUB_SUD || !s->handed_off || s->held || s->dead)
+        return 0;
+    struct stub_ctl *c = s->ctl;
+    c->cmd = STUB_CMD_MAP;
+    c->nmap = c->nunmap = 0;
+    run(c);
+    if (take_map_call(s, &s->held_id) == 0) {
+        s->held = true;
+        return 0;
+    }
+    /* Given up: killed, but it may still run until the kill reaches it. Its pages go only
+     * once it has ended (exit_mm comes before the exit is reported). */
+    siginfo_t si;
+    while (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    return -1;
 }
 
 /* The commands for the stub's next run, into its control area (the registers too). (xsave)
@@ -662,6 +708,15 @@ int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
     struct stub_ctl *c = s->ctl;
     if (s->dead || !s->ready)
         return -1;
+    s->handed_off = false;
+    if (s->held) {
+        /* Stopped at its map site since stub_hold: the answer to that call is its resume. The
+         * stub reads the commands again once the maps are done (stub.c run_commands). */
+        load_commands(s, r, xsave);
+        int rc = serve_map(s);
+        s->nmap = s->nunmap = 0;
+        return rc;
+    }
     if (s->stop == STOP_GUEST && resume_in_guest(s, r, xsave))
         return s->dead ? -1 : 0;
     enum stub_stop was = s->stop;
@@ -862,6 +917,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
     c->monitor_sleeps = 0;
 got:
     copy_event(s, ev, xsave);
+    s->handed_off = true;
     return STUB_WAIT_EVENT;
 }
 

@@ -75,6 +75,15 @@ bool stub_queue_ldt(struct stub *s, const struct stub_tls *d);
  * then killed; stub_destroy it). */
 int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave);
 
+/* (s), which handed off an event and has not been resumed since, is made to stop where it
+ * provably runs no guest code until stub_resume: in its map site's call (protocol.h,
+ * "Holding"). Guest code may forge an event and run on, and the guest kernel may free a page
+ * the stub maps once it has dropped the page's translation: the monitor holds the stub before
+ * it lets the guest kernel go on from a TLB flush or a switch to another address space. 0 (or
+ * nothing to do: --syscalls=sysemu stops a stub at each event already), or -1 when the stub
+ * did not come: it is given up, and has ended. */
+int stub_hold(struct stub *s);
+
 enum stub_wait_result { STUB_WAIT_EVENT, STUB_WAIT_TIMEOUT, STUB_WAIT_DIED };
 
 /* Wait for the next event of (s), at most until (deadline_ns) on

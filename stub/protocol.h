@@ -53,11 +53,22 @@
  * it elsewhere (sysemu), but then never reaches the map site, and the monitor,
  * which waits for it there before it runs anything else, gives the stub up as
  * silent. Unmaps written with the resume instead could be skipped, and the
- * pages kept after the guest kernel freed them (tests/stub: 6h). A preemption that reaches the stub while
- * it waits in the call (commands after a gate event run outside the signal
- * handler, with signals open) makes it again (SA_RESTART): the monitor, which
- * finds the notification gone (ENOENT) or its answer refused (ESRCH), answers
- * the new one.
+ * pages kept after the guest kernel freed them (tests/stub: 6h). A
+ * preemption that reaches the stub while it waits in the call (commands after
+ * a gate event run outside the signal handler, with signals open) makes it
+ * again (SA_RESTART): the monitor, which finds the notification gone (ENOENT)
+ * or its answer refused (ESRCH), answers the new one.
+ *
+ * Holding (--syscalls=sud). An event in this area is no proof that the stub
+ * waits: guest code can forge one and run on while the guest kernel handles
+ * it. Before the guest kernel drops a translation of this stub's address
+ * space (invlpg, a CR3 write: then it may free the page) or switches to
+ * another one, the monitor holds the stub: it sets cmd to STUB_CMD_MAP and
+ * STUB_RUN as for a resume, and waits for the call at the map site, which it
+ * answers only at the real resume, having written the registers and the other
+ * commands first; the stub reads cmd again after its map code. A stub that
+ * does not come is given up, and the monitor waits for its end before it goes
+ * on (tests/stub: 6i).
  */
 #ifndef RING3_STUB_PROTOCOL_H
 #define RING3_STUB_PROTOCOL_H

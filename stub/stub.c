@@ -137,12 +137,13 @@ static void unmaps(void)
 }
 
 /* The checked map hand-off (unmaps, then maps), TLS, LDT, exit: in that order. Returns the
- * commands. */
+ * commands. Those after the map hand-off are read once it is done: a monitor that held the
+ * stub there (host.h, stub_hold) writes them before its answer. */
 static uint32_t run_commands(void)
 {
-    uint32_t cmd = ctl->cmd;
-    if (cmd & STUB_CMD_MAP)
+    if (ctl->cmd & STUB_CMD_MAP)
         stub_map();
+    uint32_t cmd = ctl->cmd;
     if (cmd & STUB_CMD_TLS)
         set_tls();
     if (cmd & STUB_CMD_LDT)

@@ -195,6 +195,13 @@ void aspace_unmap(struct aspace *as, uint32_t first, uint32_t end)
     as->nunmap++;
 }
 
+void aspace_hold(struct vcpu *v)
+{
+    if (v->as && v->as->stub && stub_hold(v->as->stub) < 0)
+        TRACE(v, "stub %d of address space %08x given up: not held (%s)", stub_pid(v->as->stub), v->as->pd,
+              stub_loss_name(stub_loss(v->as->stub)));
+}
+
 static int by_linear(const void *a, const void *b)
 {
     uint32_t x = ((const struct pending_map *)a)->linear, y = ((const struct pending_map *)b)->linear;

@@ -41,6 +41,10 @@ struct tlb *aspace_tlb(struct aspace *as);
 bool aspace_map(struct aspace *as, uint32_t linear, uint64_t phys, int prot);
 void aspace_unmap(struct aspace *as, uint32_t first, uint32_t end);
 
+/* The guest kernel drops translations of the address space it last left (v->as): its stub is
+ * held first (stub/host.h, stub_hold), or has ended. */
+void aspace_hold(struct vcpu *v);
+
 /* Run guest user code (v->cpl == 3) in the current address space's stub
  * until it enters the guest kernel; the shared page then holds the kernel's
  * state, as after an in-process entry, and (xsave) the guest's vector

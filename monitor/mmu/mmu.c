@@ -280,6 +280,7 @@ void mmu_flush_page(struct vcpu *v, uint32_t linear)
     }
     struct tlb *t = v->as ? aspace_tlb(v->as) : NULL;
     if (t && bit(t->mapped, page)) {
+        aspace_hold(v);                 /* the guest kernel may free the page next */
         tlb_remove(v, t, page, page + 1);
         forget_page(t, page);
     }
@@ -393,6 +394,7 @@ static void unmap_where(struct vcpu *v, struct tlb *t, enum drop what)
 
 void mmu_flush(struct vcpu *v, bool keep_global)
 {
+    aspace_hold(v);                     /* the guest kernel may free the pages next */
     unmap_where(v, &own, keep_global ? DROP_NOT_GLOBAL : DROP_ALL);
     v->user_unlimited = false;
     v->tlb_epoch++;
@@ -401,6 +403,7 @@ void mmu_flush(struct vcpu *v, bool keep_global)
 
 void mmu_new_cr3(struct vcpu *v)
 {
+    aspace_hold(v);                     /* the pages it maps may be freed next, or while it is away */
     unmap_where(v, &own, DROP_STALE);
     v->user_unlimited = false;
     v->tlb_epoch++;

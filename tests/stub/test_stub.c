@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,6 +323,44 @@ static void test_forged_keep(struct stub *s)
     stub_destroy(s);
 }
 
+/* 6i: stub_hold, which the monitor calls before the guest kernel may free a page the stub maps.
+ * A stub that took a real event comes to its map site, and the resume that answers its call
+ * there carries the maps and the registers written since; one whose event guest code forged,
+ * and which runs on, is given up and has ended when stub_hold returns. Under sysemu a stub is
+ * stopped from its event to its resume, and holding does nothing. */
+static void test_hold(struct stub *s)
+{
+    uint32_t marker = 0x686f6c64;
+    poke(G_DATA, &marker, 4);
+    struct stub_regs r = regs_at(sym[S_g_probe]);
+    enum stub_wait_result w = go(s, &r, NULL, 2000);
+    bool segv = is_sig(w, SIGSEGV) && ev.addr == G_FORGE_LIN;
+    int held = stub_hold(s);
+    stub_queue_map(s, G_FORGE_LIN, G_DATA, 1, PROT_READ);
+    r = ev.r;
+    r.regs[3] = 0x5a5a5a5a;             /* written after the hold: the stub must take it */
+    enum stub_wait_result w2 = go(s, &r, NULL, 2000);
+    check(segv && held == 0 && is_sig(w2, SIGSYS) && ev.r.regs[0] == marker &&
+          ev.r.regs[3] == 0x5a5a5a5a, "6i a stub held after a real event, then resumed: the map and the "
+          "registers of the resume (hold %d, wait %d then %d, eax %#x, ebx %#x)", held, w, w2, ev.r.regs[0],
+          ev.r.regs[3]);
+    stub_destroy(s);
+    if (how == STUB_SYSEMU)
+        return;
+    s = new_stub();
+    stub_queue_map(s, G_FORGE_LIN, G_DATA, 1, PROT_READ);
+    r = regs_at(sym[S_g_forge_keep]);
+    w = go(s, &r, NULL, 2000);
+    uint64_t t0 = now_ns();
+    held = stub_hold(s);
+    siginfo_t si = { 0 };
+    int ended = waitid(P_PID, (id_t)stub_pid(s), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == stub_pid(s);
+    check(w == STUB_WAIT_EVENT && held < 0 && ended, "6i a stub held after a forged event, guest code running on: "
+          "given up (%s) and ended when the hold returns, after %.0f ms", stub_loss_name(stub_loss(s)),
+          (now_ns() - t0) / 1e6);
+    stub_destroy(s);
+}
+
 static void test_preempt(struct stub *s)
 {
     struct stub_regs r = regs_at(sym[S_g_loop]);
@@ -486,6 +525,7 @@ int main(int argc, char **argv)
     stub_destroy(s);
     test_hostile(new_stub(), path);
     test_forged_keep(new_stub());
+    test_hold(new_stub());
     test_preempt(new_stub());
     test_preempt_in_map(new_stub());
 
