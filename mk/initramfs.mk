@@ -31,7 +31,10 @@ $(GEN_INIT_CPIO): $(GUEST_SRC)/.ring3-unpacked
 
 $(B)/guest/programs/%: guest/programs/%.c mk/initramfs.mk
 	@mkdir -p $(@D)
-	$(CC) $(GUEST_PROG_CFLAGS) -o $@ $<
+	$(CC) $(GUEST_PROG_CFLAGS) -I. -o $@ $<
+
+# hostile forges an event in the stub's control area, as ring3 lays it out.
+$(B)/guest/programs/hostile: stub/asm.h stub/protocol.h
 
 # busybox: the file of the installed busybox-static:i386 (DEPS in the Makefile installs it);
 # when that package is not installed, the same package fetched by apt-get download and

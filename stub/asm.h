@@ -1,4 +1,5 @@
-/* Offsets into struct stub_ctl for assembly code (stub/entry.S, tests/stub/guest.S); stub.c checks them. */
+/* Offsets into struct stub_ctl for assembly code (stub/entry.S, tests/stub/guest.S, the hostile guest
+ * program's forged event); stub.c checks them. */
 #ifndef RING3_STUB_ASM_H
 #define RING3_STUB_ASM_H
 
@@ -6,6 +7,8 @@
 #define CTL_KIND       16
 #define CTL_ENTRY      20
 #define CTL_SIG        24
+#define CTL_SI_CODE    28
+#define CTL_ADDR       32
 #define CTL_FSBASE     56
 #define CTL_GSBASE     64
 #define CTL_RIP64      80
@@ -18,6 +21,8 @@
 #define CTL_NUNMAP     156
 #define CTL_MAP        168
 #define CTL_UNMAP      (CTL_MAP + 64 * RANGE_SIZE)   /* after map[STUB_MAX_RANGES] */
+#define CTL_TRAP_SITE  3320
+#define CTL_TRAP_HANDOFF 3336
 #define RANGE_SIZE     24                     /* struct stub_range */
 #define RANGE_LINEAR   0
 #define RANGE_PAGES    4

@@ -94,6 +94,7 @@ static struct stub *pool[POOL_SIZE + 1];     /* started ahead of need: pool[0..n
 static int npool;
 static struct stub *all_stubs;
 static uint64_t map_calls_restarted;
+static uint64_t holds, hold_wait_ns;
 
 static uint64_t now_ns(void)
 {
@@ -401,6 +402,12 @@ const char *stub_loss_name(enum stub_loss why)
 
 uint64_t stubs_map_calls_restarted(void) { return map_calls_restarted; }
 
+uint64_t stubs_holds(uint64_t *wait_ns)
+{
+    *wait_ns = hold_wait_ns;
+    return holds;
+}
+
 int stub_pid(const struct stub *s) { return s->pid; }
 uint64_t stub_map_site(const struct stub *s) { return s->map_site; }
 uint64_t stub_trap_site(const struct stub *s) { return s->trap_site; }
@@ -621,10 +628,14 @@ int stub_hold(struct stub *s)
     if (redirect != STUB_SUD || !s->handed_off || s->held || s->dead)
         return 0;
     struct stub_ctl *c = s->ctl;
+    uint64_t t0 = now_ns();
     c->cmd = STUB_CMD_MAP;
     c->nmap = c->nunmap = 0;
     run(c);
-    if (take_map_call(s, &s->held_id) == 0) {
+    int rc = take_map_call(s, &s->held_id);
+    holds++;
+    hold_wait_ns += now_ns() - t0;
+    if (rc == 0) {
         s->held = true;
         return 0;
     }

@@ -178,10 +178,13 @@ def test_qemu_holding_the_image_refuses_ring3(pattern_image):
     try:
         # QEMU takes its locks while it starts; -S then waits with the CPU stopped. Until the
         # locks show in /proc/locks, a ring3 started would take the image first.
-        inode = f":{os.stat(pattern_image).st_ino} "
-        deadline = time.monotonic() + 30
-        while inode not in Path("/proc/locks").read_text() and time.monotonic() < deadline:
+        # /proc/locks names a file MAJOR:MINOR:INODE (fs/locks.c, lock_get_status)
+        st = os.stat(pattern_image)
+        inode = f" {os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
+        deadline = time.monotonic() + 60
+        while inode not in Path("/proc/locks").read_text():
             assert q.poll() is None, q.stderr.read()
+            assert time.monotonic() < deadline, "QEMU took no lock on the image within 60 s"
             time.sleep(0.1)
         p = ring3_cmd("echo ran", "--disk", pattern_image, timeout=30)
         assert p.returncode == 2 and "in use by another ring3 or QEMU" in p.stderr, p

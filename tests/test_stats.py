@@ -43,6 +43,8 @@ def test_linux_getpid_counts():
     # each call is a hand-off to the process's stub and back (two: the vDSO's and int $0x80)
     assert rows[("stub", "hand-off, guest code, event (waited)")][0] >= 2 * n, rows
     assert rows[("stub", "hand-offs carrying a checked map")][0] > 0, rows
+    # a switch of address space holds the stub it leaves (stub/host.h, stub_hold)
+    assert rows[("stub", "held at its map site (waited)")][0] > 0, rows
     assert all(ms is None or ms >= 0 for _, ms in rows.values()), rows
     assert not lost_stubs(rows), rows
 
@@ -63,6 +65,8 @@ def test_stubs_lost_counted_by_cause():
     lost = lost_stubs(stats_of(p.stderr))
     # the plant attempt: an mmap the filter kills the stub for (SIGSYS, SECCOMP_RET_KILL_PROCESS)
     assert lost.get("stub lost: it died, signal 31", 0) > 0, p.stderr
+    # the forged munmap: a stub held at the guest kernel's TLB flush that never comes
+    assert lost.get("stub lost: killed, silent too long, signal 9", 0) > 0, p.stderr
     causes = ("it died", "killed, silent too long", "killed, broke the protocol")
     assert all(re.fullmatch(r"stub lost: (.*), signal \d+", why)[1] in causes for why in lost), lost
 

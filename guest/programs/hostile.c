@@ -17,8 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "stub/asm.h"           /* the stub's control area, as ring3 lays it out */
+#include "stub/protocol.h"
 
 #define HOST_CS32 0x23
 #define HOST_CS64 0x33
@@ -265,6 +269,89 @@ static void plant(uint32_t unused1, uint32_t unused2)
     fflush(stdout);
 }
 
+/* In 64-bit mode: a system-call event forged in the stub's control area, munmap of a page this
+ * process wrote, then, without waiting as the stub's own code does, the page read once the
+ * monitor has answered and for a while after (under sysemu the forged hand-off is a stop at the
+ * stub's own int3, whose `ret` comes back here). On hardware there is no control area
+ * (SIGSEGV). ring3 must not let the guest kernel free the page while this runs on, nor let this
+ * keep it: the stub is held before the guest kernel drops the page's translation, and never
+ * comes (stub/host.h, stub_hold), or the unmap waits for it at its map site: given up either way. */
+#define FORGE_MARK 0x46524745u
+static void forge_munmap(uint32_t unused1, uint32_t unused2)
+{
+    (void)unused1;
+    (void)unused2;
+    uint32_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        _exit(3);
+    page[0] = FORGE_MARK;
+    uint32_t got;
+    __asm__ volatile(
+        "pushl %%ebx\n"
+        "pushl %%ebp\n"
+        "movl $2f, %%ebp\n"
+        "jmp 5f\n"
+        "int $0x80\n"                  /* never run: the forged event's instruction */
+        "6:\n"
+        "5: ljmp $0x33, $1f\n"
+        ".code64\n"
+        "1: movabsq %[ctl], %%rax\n"
+        "movl %[ev], %c[kind](%%rax)\n"
+        "movl $31, %c[sig](%%rax)\n"   /* SIGSYS */
+        "movl $1, %c[code](%%rax)\n"   /* SYS_SECCOMP */
+        "movl $6b, %%edx\n"
+        "movq %%rdx, %c[addr](%%rax)\n"
+        "movl %%edx, %c[eip](%%rax)\n"
+        "movl $91, %c[eax](%%rax)\n"   /* i386 munmap */
+        "movl $4096, %c[ecx](%%rax)\n"
+        "movl %%ecx, %c[ebx](%%rax)\n"
+        "movl %%esp, %c[esp](%%rax)\n"
+        "movl $0x202, %c[eflags](%%rax)\n"
+        "movl $0x2b, %c[sel0](%%rax)\n"
+        "movl $0x23, %c[sel1](%%rax)\n"
+        "movl $0x2b, %c[sel2](%%rax)\n"
+        "movl $0x2b, %c[sel3](%%rax)\n"
+        "movl %%gs, %%edx\n"
+        "movl %%edx, %c[sel5](%%rax)\n"
+        "movl %[event], %c[state](%%rax)\n"
+        "cmpl $0, %c[handoff](%%rax)\n"
+        "je 3f\n"
+        "movq %c[site](%%rax), %%rdx\n"
+        "decq %%rdx\n"                 /* the int3 before the trap site */
+        "movl %%esp, %%esp\n"
+        "leaq 3f(%%rip), %%rsi\n"
+        "pushq %%rsi\n"
+        "jmpq *%%rdx\n"
+        "3: movl $10000000, %%esi\n"   /* the answer: STUB_RUN */
+        "4: cmpl %[run], %c[state](%%rax)\n"
+        "je 7f\n"
+        "pause\n"
+        "decl %%esi\n"
+        "jnz 4b\n"
+        "7: movl $2000000000, %%esi\n" /* the page read a while after: about a second */
+        "8: movl (%%rcx), %%edx\n"
+        "decl %%esi\n"
+        "jnz 8b\n"
+        "movl %%edx, %%eax\n"
+        "pushq $0x23\n"
+        "pushq %%rbp\n"
+        "lretq\n"
+        ".code32\n"
+        "2: popl %%ebp\n"
+        "popl %%ebx\n"
+        : "=a"(got)
+        : "c"(page), [ctl] "i"(STUB_CTL_ADDR), [ev] "i"(STUB_EV_SIGNAL), [event] "i"(STUB_EVENT),
+          [run] "i"(STUB_RUN), [kind] "i"(CTL_KIND), [sig] "i"(CTL_SIG), [code] "i"(CTL_SI_CODE),
+          [addr] "i"(CTL_ADDR), [eip] "i"(CTL_R_EIP), [eflags] "i"(CTL_R_EFLAGS), [eax] "i"(CTL_R_REG(0)),
+          [ecx] "i"(CTL_R_REG(1)), [ebx] "i"(CTL_R_REG(3)), [esp] "i"(CTL_R_REG(4)),
+          [sel0] "i"(CTL_R_SEL(0)), [sel1] "i"(CTL_R_SEL(1)), [sel2] "i"(CTL_R_SEL(2)),
+          [sel3] "i"(CTL_R_SEL(3)), [sel5] "i"(CTL_R_SEL(5)), [state] "i"(CTL_STATE),
+          [handoff] "i"(CTL_TRAP_HANDOFF), [site] "i"(CTL_TRAP_SITE)
+        : "edx", "esi", "edi", "memory");
+    printf("read %08x\n", got);
+    fflush(stdout);
+}
+
 static const struct { const char *name; uint16_t sel; } selectors[] = {
     {"23", 0x23}, {"2b", 0x2b}, {"33", 0x33}, {"63", 0x63}, {"6b", 0x6b}, {"73", 0x73}, {"7b", 0x7b},
 };
@@ -300,6 +387,7 @@ static void all(uint64_t monitor_addr)
     attempt("int80 creat", int80, 8, 0);
     attempt("sysenter creat", sysenter, 8, 0);
     attempt("plant", plant, 0, 0);
+    attempt("forge munmap", forge_munmap, 0, 0);
 }
 
 int main(int argc, char **argv)

@@ -108,6 +108,9 @@ void stats_report(FILE *f, double seconds_in_all)
         row(f, "stub", name, pages_mapped, NULL);
     }
     row(f, "stub", "map calls interrupted, answered again", stubs_map_calls_restarted(), NULL);
+    /* --syscalls=sud: before the guest kernel drops a translation or leaves the address space */
+    uint64_t hold_ns, holds = stubs_holds(&hold_ns), hold_ticks = (uint64_t)(hold_ns / ns_per_tick);
+    row(f, "stub", "held at its map site (waited)", holds, &hold_ticks);
     for (unsigned i = 0; i < STUB_LOSS_KINDS; i++) {
         for (unsigned sig = 0; sig < NSIG; sig++) {
             snprintf(name, sizeof name, "stub lost: %s, signal %u", stub_loss_name(i), sig);
