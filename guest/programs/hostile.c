@@ -226,6 +226,10 @@ static void jump64(uint32_t lo, uint32_t hi)
         : : "a"(lo), "d"(hi) : "memory");
 }
 
+/* Around 64-bit code in an asm statement: %ebx and %ebp kept, %ebp the 32-bit code to return
+ * to (label 2), which BACK_TO_32 reaches with a far return to the flat 32-bit selector. */
+#define BACK_TO_32 "pushq $0x23\n" "pushq %%rbp\n" "lretq\n" ".code32\n" "2: popl %%ebp\n" "popl %%ebx\n"
+
 /* In 64-bit mode: an anonymous page at PLANT_ADDR through the stub's own system call (its
  * map site, whose address the control area names), written there, then read from 32-bit code.
  * On hardware there is no page there (SIGSEGV), and the stub's filter must refuse it too: a
@@ -258,12 +262,7 @@ static void plant(uint32_t unused1, uint32_t unused2)
         "jmp *%%r12\n"
         "3: movl $0x504c414e, 0x30000000\n"
         "movl %%ebp, %%ebp\n"
-        "pushq $0x23\n"
-        "pushq %%rbp\n"
-        "lretq\n"
-        ".code32\n"
-        "2: popl %%ebp\n"
-        "popl %%ebx\n"
+        BACK_TO_32
         : : : "eax", "ecx", "edx", "esi", "edi", "memory");
     printf("read %08x\n", *(volatile uint32_t *)(uintptr_t)PLANT_ADDR);
     fflush(stdout);
@@ -333,12 +332,7 @@ static void forge_munmap(uint32_t unused1, uint32_t unused2)
         "decl %%esi\n"
         "jnz 8b\n"
         "movl %%edx, %%eax\n"
-        "pushq $0x23\n"
-        "pushq %%rbp\n"
-        "lretq\n"
-        ".code32\n"
-        "2: popl %%ebp\n"
-        "popl %%ebx\n"
+        BACK_TO_32
         : "=a"(got)
         : "c"(page), [ctl] "i"(STUB_CTL_ADDR), [ev] "i"(STUB_EV_SIGNAL), [event] "i"(STUB_EVENT),
           [run] "i"(STUB_RUN), [kind] "i"(CTL_KIND), [sig] "i"(CTL_SIG), [code] "i"(CTL_SI_CODE),
