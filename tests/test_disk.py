@@ -4,6 +4,7 @@ ring3 and against QEMU. The Debian root on a disk is tests/test_debian.py.
 """
 import hashlib
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -171,20 +172,28 @@ def test_ring3_and_qemu_refuse_each_other(pattern_image, holder):
     assert q.returncode != 0 and "lock" in q.stderr, q.stderr
 
 
+def locked_bytes(file):
+    """The bytes of (file), MAJOR:MINOR:INODE as /proc/locks names it, that some lock covers."""
+    ranges = re.findall(rf" {file} (\d+) (\d+|EOF)$", Path("/proc/locks").read_text(), re.M)
+    return {b for first, last in ranges for b in range(int(first), 300 if last == "EOF" else int(last) + 1)}
+
+
 def test_qemu_holding_the_image_refuses_ring3(pattern_image):
     q = subprocess.Popen(QEMU + ["-drive", f"file={pattern_image},format=raw,if=virtio"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL)
     try:
-        # QEMU takes its locks while it starts; -S then waits with the CPU stopped. Until the
-        # locks show in /proc/locks, a ring3 started would take the image first.
-        # /proc/locks names a file MAJOR:MINOR:INODE (fs/locks.c, lock_get_status)
+        # QEMU takes its locks while it starts, in steps (the open, then the device's
+        # permissions); -S then waits with the CPU stopped. Until the locks that refuse a writer
+        # show in /proc/locks, a ring3 started would take the image first: byte 101, QEMU
+        # writes, and 201, nobody else may (block/image.c). /proc/locks names a file
+        # MAJOR:MINOR:INODE and a range FIRST LAST, neighbouring bytes merged (fs/locks.c).
         st = os.stat(pattern_image)
-        inode = f" {os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
+        file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
         deadline = time.monotonic() + 60
-        while inode not in Path("/proc/locks").read_text():
+        while not {101, 201} <= locked_bytes(file):
             assert q.poll() is None, q.stderr.read()
-            assert time.monotonic() < deadline, "QEMU took no lock on the image within 60 s"
+            assert time.monotonic() < deadline, "QEMU took no write lock on the image within 60 s"
             time.sleep(0.1)
         p = ring3_cmd("echo ran", "--disk", pattern_image, timeout=30)
         assert p.returncode == 2 and "in use by another ring3 or QEMU" in p.stderr, p
