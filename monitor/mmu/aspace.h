@@ -41,8 +41,8 @@ struct tlb *aspace_tlb(struct aspace *as);
 bool aspace_map(struct aspace *as, uint32_t linear, uint64_t phys, int prot);
 void aspace_unmap(struct aspace *as, uint32_t first, uint32_t end);
 
-/* The guest kernel drops translations of the address space it last left (v->as): its stub is
- * held first (stub/host.h, stub_hold), or has ended. */
+/* Before the guest kernel drops translations of the address space whose stub handed it the
+ * event at hand (v->as), or leaves it: that stub is held (stub/host.h, stub_hold), or has ended. */
 void aspace_hold(struct vcpu *v);
 
 /* Run guest user code (v->cpl == 3) in the current address space's stub
