@@ -106,7 +106,8 @@ class Guest:
         self.lines = []
         self.samples = []       # (seconds since start, RssAnon KiB, descriptors)
         self.most_children = 0
-        self.zombie_seen = {}   # pid: (the first sample's time it was a zombie in, the last's)
+        self.zombie_seen = {}   # pid: (the first of the samples in a row it was a zombie in, the last)
+        self.zombie_gone = (0, None)    # the longest such run of a zombie reaped since: (seconds, pid)
         self.first_round = None
         threading.Thread(target=self.read, daemon=True).start()
 
@@ -123,13 +124,15 @@ class Guest:
             self.most_children = max(self.most_children, len(alive))
             for kid in zombies:
                 self.zombie_seen[kid] = (self.zombie_seen.get(kid, (t, t))[0], t)
+            for kid in [k for k in self.zombie_seen if k not in zombies]:     # reaped: its pid may come again
+                first, last = self.zombie_seen.pop(kid)
+                self.zombie_gone = max(self.zombie_gone, (last - first, kid))
         except (FileNotFoundError, ProcessLookupError, AttributeError):
             pass    # it has just ended
 
     def longest_zombie(self):
         """The longest a child stayed a zombie between samples, in seconds, and its pid."""
-        return max(((last - first, kid) for kid, (first, last) in self.zombie_seen.items()),
-                   default=(0, None))
+        return max([self.zombie_gone, *((last - first, kid) for kid, (first, last) in self.zombie_seen.items())])
 
     def growth(self):
         """RssAnon and descriptor growth from the first sample after the first round (in a run
