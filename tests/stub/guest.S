@@ -10,6 +10,15 @@ R3_ENTRIES(R3_ASM_SET)
 #define GATE(n) call *%cs:(R3_TABLE + 4 * (n))
 
 /* In 64-bit code: %r12 = the 64-bit address %edi:%esi (ZF set when it is 0). */
+/* From 32-bit code: into 64-bit mode, and a gate event forged in the control area (%rax). */
+.macro FORGE_GATE_EVENT
+    ljmp $HOST_CS64, $1f
+    .code64
+1:  movabsq $STUB_CTL_ADDR, %rax
+    movl $STUB_EV_GATE, CTL_KIND(%rax)
+    movl $STUB_EVENT, CTL_STATE(%rax)
+.endm
+
 .macro TARGET64
     movl %esi, %r11d
     movl %edi, %r12d
@@ -124,11 +133,7 @@ g_after64:
  * (%edi:%esi) with TF set by the iretq, so that a trap interrupts the map code right after
  * the call (SDM vol. 3, 18.3.1.4: single-step after the instruction that began with TF set) */
 g_forge_tf:
-    ljmp $HOST_CS64, $1f
-    .code64
-1:  movabsq $STUB_CTL_ADDR, %rax
-    movl $STUB_EV_GATE, CTL_KIND(%rax)
-    movl $STUB_EVENT, CTL_STATE(%rax)
+    FORGE_GATE_EVENT
 2:  pause
     cmpl $STUB_RUN, CTL_STATE(%rax)
     jne 2b
@@ -149,11 +154,7 @@ g_forge_tf:
  * monitor answers. Under sysemu the forged hand-off is a stop at the stub's own int3 (%edi:%esi,
  * the byte before its trap site), from which the stub's `ret` comes back here. */
 g_forge_keep:
-    ljmp $HOST_CS64, $1f
-    .code64
-1:  movabsq $STUB_CTL_ADDR, %rax
-    movl $STUB_EV_GATE, CTL_KIND(%rax)
-    movl $STUB_EVENT, CTL_STATE(%rax)
+    FORGE_GATE_EVENT
     TARGET64
     jz 2f
     movl %esp, %esp
