@@ -93,6 +93,8 @@ stub_map:
     movl $STUB_NR_MAP, %eax
 stub_map_syscall:
     syscall
+    testq %rax, %rax                    /* 0: a resume with nothing to map (a parked stub's, protocol.h) */
+    jz 5f
     cmpq $STUB_MEMFD, %rax              /* the monitor's answer: the memfd installed there (ADDFD_FLAG_SEND), or an error */
     jne 3f
     xorl %ebx, %ebx
@@ -114,7 +116,7 @@ stub_map_syscall:
 3:  movl $NR_CLOSE, %eax
     movl $STUB_MEMFD, %edi
     syscall
-    popq %rbx                           /* STUB_MEMFD is gone: the stack may matter again */
+5:  popq %rbx                           /* STUB_MEMFD is gone: the stack may matter again */
     ret
 
 /* set_thread_area(%edi) through the i386 table (int $0x80 takes 32-bit pointers). */

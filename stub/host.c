@@ -36,7 +36,7 @@
 #define SILENT_CPU_NS  200000000ull
 #define SILENT_WALL_NS 10000000000ull
 #define SPIN_NS        30000ull        /* stub_wait spins this long before it sleeps */
-/* Pause loops a stub spins for the monitor's answer before it sleeps: a few
+/* Pause loops a stub spins for the monitor's answer before it parks (protocol.h): a few
  * microseconds, enough for a system call the guest kernel answers at once.
  * Longer keeps a core busy that the next stub to run needs (measured with
  * pipesw: 4000 loops 235-274 us a round trip, 300-1000 loops 65-75 us). */
@@ -93,7 +93,7 @@ static struct seccomp_notif_sizes notif_sizes;
 static struct stub *pool[POOL_SIZE + 1];     /* started ahead of need: pool[0..npool) */
 static int npool;
 static struct stub *all_stubs;
-static uint64_t map_calls_restarted;
+static uint64_t map_calls_restarted, parked_found;
 static uint64_t holds, hold_wait_ns;
 
 static uint64_t now_ns(void)
@@ -238,6 +238,13 @@ fail:
     return NULL;
 }
 
+/* Whether the control area holds an event: the stub handed it off, and spins or is parked. */
+static bool handed_off_event(const struct stub_ctl *c)
+{
+    uint32_t v = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+    return v == STUB_EVENT || v == STUB_PARKED;
+}
+
 /* The READY report: the listener over the socket, then the control area's READY event. */
 static bool wait_ready(struct stub *s)
 {
@@ -270,7 +277,7 @@ static bool wait_ready(struct stub *s)
     s->sock = -1;
     /* the stub writes READY right after sending the listener */
     why = "it sent no READY event";
-    while (__atomic_load_n(&s->ctl->state, __ATOMIC_ACQUIRE) != STUB_EVENT) {
+    while (!handed_off_event(s->ctl)) {
         if (now_ns() >= deadline)
             goto fail;
         usleep(50);
@@ -401,6 +408,7 @@ const char *stub_loss_name(enum stub_loss why)
 }
 
 uint64_t stubs_map_calls_restarted(void) { return map_calls_restarted; }
+uint64_t stubs_parked_found(void) { return parked_found; }
 
 uint64_t stubs_holds(uint64_t *wait_ns)
 {
@@ -573,6 +581,13 @@ static int answer_map_call(struct stub *s, uint64_t id)
     /* A notification gone (ENOENT) or an answer refused because its call was interrupted
      * (ESRCH: seccomp_do_user_notification) is a preemption that reached the stub in the
      * call: the call is made again (stub.c, SA_RESTART), and the caller takes the new one. */
+    if (!s->nmap && !s->nunmap) {
+        /* nothing to map: the call returns 0 (a parked stub's resume, a hold's end) */
+        struct seccomp_notif_resp resp = { .id = id, .error = 0, .val = 0, .flags = 0 };
+        if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0)
+            return 0;
+        return errno == ENOENT ? 1 : (give_up(s, STUB_LOSS_PROTOCOL), -1);
+    }
     uint64_t valid = id;
     if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &valid) != 0)
         return errno == ENOENT ? 1 : (give_up(s, STUB_LOSS_PROTOCOL), -1);
@@ -612,11 +627,16 @@ static int serve_map(struct stub *s)
 
 /* ---- running ---- */
 
-static void run(struct stub_ctl *c)
+/* STUB_RUN for a stub that handed off an event (protocol.h, "Parking"): true when it had
+ * parked, and waits in its map site's call, which the caller must answer. */
+static bool run(struct stub_ctl *c)
 {
-    __atomic_store_n(&c->state, STUB_RUN, __ATOMIC_SEQ_CST);   /* pairs with the stub's stub_sleeps store */
-    if (c->stub_sleeps)
-        syscall(SYS_futex, &c->state, FUTEX_WAKE, 1, NULL, NULL, 0);
+    uint32_t was = STUB_EVENT;
+    if (__atomic_compare_exchange_n(&c->state, &was, STUB_RUN, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return false;                   /* it spins, and sees STUB_RUN */
+    __atomic_store_n(&c->state, STUB_RUN, __ATOMIC_SEQ_CST);
+    parked_found += was == STUB_PARKED;
+    return was == STUB_PARKED;
 }
 
 /* ---- holding ---- */
@@ -736,7 +756,8 @@ int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
     uint32_t cmd = load_commands(s, r, was == STOP_GUEST ? NULL : xsave);
     s->stop = STOP_NONE;
     if (was == STOP_NONE) {
-        run(c);
+        if (run(c))
+            cmd |= STUB_CMD_MAP;        /* parked: the answer to its call is the resume */
     } else {
         __atomic_store_n(&c->state, STUB_RUN, __ATOMIC_SEQ_CST);
         struct user_regs_struct g = s->stop_regs;
@@ -882,7 +903,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
     uint64_t t0 = now_ns(), t = t0;
     while (t - t0 < SPIN_NS) {
         for (int i = 0; i < 64; i++) {
-            if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == STUB_EVENT)
+            if (handed_off_event(c))
                 goto got;
             __builtin_ia32_pause();
         }
@@ -892,7 +913,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
         c->monitor_sleeps = 1;
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         uint32_t v = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
-        if (v == STUB_EVENT)
+        if (v == STUB_EVENT || v == STUB_PARKED)
             break;
         t = now_ns();
         if (deadline_ns && t >= deadline_ns) {
@@ -916,7 +937,9 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
                 c->monitor_sleeps = 0;
                 return STUB_WAIT_DIED;
             }
-            if (p[1].revents & POLLIN)
+            /* refused unless a parked stub's: that call comes after STUB_PARKED (protocol.h),
+             * and the event is taken above */
+            if ((p[1].revents & POLLIN) && !handed_off_event(c))
                 deny_notifications(s);
         }
         if (s->preempted.wall && silent_too_long(s, s->preempted)) {

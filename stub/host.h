@@ -101,6 +101,10 @@ void stub_preempt(struct stub *s);
  * (protocol.h, "Mapping"), for --stats. */
 uint64_t stubs_map_calls_restarted(void);
 
+/* How many resumes and holds found the stub parked at its map site (protocol.h, "Parking"),
+ * for --stats. */
+uint64_t stubs_parked_found(void);
+
 /* How many times stub_hold made a stub come to its map site, and the time it waited for them
  * in all (*wait_ns), for --stats. */
 uint64_t stubs_holds(uint64_t *wait_ns);

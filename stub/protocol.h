@@ -17,12 +17,14 @@
  * monitor reads every field of it as hostile input, once.
  *
  * Hand-off. `state` is a futex word (shared, not private):
- *   monitor: writes r, the commands and fpu; state := STUB_RUN; wakes the
- *            stub if stub_sleeps; waits (spinning, then FUTEX_WAIT with
- *            monitor_sleeps set) for state == STUB_EVENT.
+ *   monitor: writes r, the commands and fpu; state := STUB_RUN (from
+ *            STUB_EVENT, or answering the parked call: "Parking" below);
+ *            waits (spinning, then FUTEX_WAIT with monitor_sleeps set) for
+ *            state == STUB_EVENT or STUB_PARKED.
  *   stub:    runs the commands, resumes guest code; on a host signal or a
  *            gate call writes the event and r, state := STUB_EVENT, wakes
- *            the monitor if monitor_sleeps, then waits for STUB_RUN likewise.
+ *            the monitor if monitor_sleeps, then spins for STUB_RUN (`spin`
+ *            pause loops), and parks when it does not come.
  *
  * Under --syscalls=sysemu (stub/trace.h) the monitor is the stub's ptrace
  * tracer and sets trap_handoff: the stub then stops at its trap site (int3)
@@ -58,6 +60,18 @@
  * a gate event run outside the signal handler, with signals open) makes it
  * again (SA_RESTART): the monitor, which finds the notification gone (ENOENT)
  * or its answer refused (ESRCH), answers the new one.
+ *
+ * Parking (--syscalls=sud). A stub whose spin ends without STUB_RUN turns
+ * state from STUB_EVENT to STUB_PARKED (compare-and-swap; the monitor's
+ * resume turns it from STUB_EVENT to STUB_RUN the same way, so exactly one
+ * of them wins) and makes the map site's call. The monitor that finds it
+ * parked sets STUB_RUN and answers that call as the resume itself: with
+ * STUB_MEMFD when there are pages to map or unmap, else with 0. One wake-up
+ * then resumes the stub, where a futex wake and a map call took two, and the
+ * parked stub is held already (below). The stub goes on only when state is
+ * STUB_RUN after the call; any other answer (a refusal) it takes as none, and
+ * calls again. The monitor, waiting for an event, refuses a call only while
+ * state is STUB_RUN: a parked stub made it after STUB_PARKED.
  *
  * Holding (--syscalls=sud). An event in this area is no proof that the stub
  * waits: guest code can forge one and run on while the guest kernel handles
@@ -96,6 +110,7 @@
 #define STUB_STARTING   0                  /* the stub has not reported ready yet */
 #define STUB_RUN        1
 #define STUB_EVENT      2
+#define STUB_PARKED     3                  /* an event, and the stub waits in its map site's call */
 
 /* kind of event */
 #define STUB_EV_READY   1                  /* start-up done: map_site is valid; r is not */
@@ -136,7 +151,7 @@ struct stub_tls {               /* the layout of the kernel's struct user_desc (
 struct stub_ctl {
     volatile uint32_t state;
     volatile uint32_t monitor_sleeps;
-    volatile uint32_t stub_sleeps;
+    uint32_t reserved;
     uint32_t cmd;
     /* the event, stub -> monitor */
     uint32_t kind, entry;

@@ -91,22 +91,23 @@ static void handoff(void)
         futex(&ctl->state, FUTEX_WAKE, 1);
 }
 
-static void wait_run(void)
+/* Waits for STUB_RUN (protocol.h, "Parking"): spins as long as the monitor says pays, then parks
+ * at the map site, whose call the monitor answers at the resume. Returns 1 when parked: the
+ * call was then this resume's map hand-off, which run_commands does not make again. */
+static int wait_run(void)
 {
-    for (uint32_t i = 0, n = ctl->spin; i < n; i++) {   /* as long as the monitor says pays */
+    for (uint32_t i = 0, n = ctl->spin; i < n; i++) {
         if (__atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE) == STUB_RUN)
-            return;
+            return 0;
         __asm__ volatile("pause");
     }
-    for (;;) {
-        ctl->stub_sleeps = 1;
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);    /* pairs with the monitor's store of STUB_RUN */
-        uint32_t s = __atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE);
-        if (s == STUB_RUN)
-            break;
-        futex(&ctl->state, FUTEX_WAIT, s);
-    }
-    ctl->stub_sleeps = 0;
+    uint32_t was = STUB_EVENT;
+    if (!__atomic_compare_exchange_n(&ctl->state, &was, STUB_PARKED, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return 0;                                   /* STUB_RUN came first */
+    do
+        stub_map();             /* an answer without STUB_RUN (a call refused) is no resume */
+    while (__atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE) != STUB_RUN);
+    return 1;
 }
 
 /* ---- commands ---- */
@@ -140,12 +141,12 @@ static void unmaps(void)
         sys3(__NR_munmap, ctl->unmap[i].linear, (uint64_t)ctl->unmap[i].pages << 12, 0);
 }
 
-/* The checked map hand-off (unmaps, then maps), TLS, LDT, exit: in that order. Returns the
- * commands. Those after the map hand-off are read once it is done: a monitor that held the
- * stub there (host.h, stub_hold) writes them before its answer. */
-static uint32_t run_commands(void)
+/* The checked map hand-off (unmaps, then maps) unless (parked) made it, TLS, LDT, exit: in that
+ * order. Returns the commands. Those after the map hand-off are read once it is done: a monitor
+ * that held the stub there (host.h, stub_hold) writes them before its answer. */
+static uint32_t run_commands(int parked)
 {
-    if (ctl->cmd & STUB_CMD_MAP)
+    if (!parked && (ctl->cmd & STUB_CMD_MAP))
         stub_map();
     uint32_t cmd = ctl->cmd;
     if (cmd & STUB_CMD_TLS)
@@ -189,8 +190,7 @@ void stub_gate_c(void)
     ctl->rip64 = ctl->r.eip;
     xsave_ctl();            /* the vector registers are still the guest's: stub code never touches them */
     handoff();
-    wait_run();
-    if (run_commands() & STUB_CMD_FPU)
+    if (run_commands(wait_run()) & STUB_CMD_FPU)
         xrstor_ctl();
 }
 
@@ -199,7 +199,7 @@ void stub_gate_c(void)
  * vector registers are the guest's: the monitor set them through ptrace. */
 void stub_cmd_c(void)
 {
-    run_commands();
+    run_commands(0);
 }
 
 /* A preemption that arrived in stub code: reported as if it had hit the state about to resume. */
@@ -211,8 +211,7 @@ void stub_preempt_c(void)
     ctl->rip64 = ctl->r.eip;
     xsave_ctl();
     handoff();
-    wait_run();
-    if (run_commands() & STUB_CMD_FPU)
+    if (run_commands(wait_run()) & STUB_CMD_FPU)
         xrstor_ctl();
 }
 
@@ -318,8 +317,7 @@ int stub_signal(int sig, struct k_siginfo *si, struct k_ucontext *uc)
         copy(STUB_CTL_FPU(ctl), fp, n);
     }
     handoff();
-    wait_run();
-    uint32_t cmd = run_commands();
+    uint32_t cmd = run_commands(wait_run());
 
     mc->rax = r->regs[0];
     mc->rcx = r->regs[1];
@@ -569,8 +567,7 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
     ctl->cmd_entry = (uint64_t)stub_cmd_entry;
     clear_event(STUB_EV_READY);
     handoff();
-    wait_run();
-    if (run_commands() & STUB_CMD_FPU)
+    if (run_commands(wait_run()) & STUB_CMD_FPU)
         xrstor_ctl();
     stub_exit64();
 }

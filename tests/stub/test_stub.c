@@ -361,6 +361,81 @@ static void test_hold(struct stub *s)
     stub_destroy(s);
 }
 
+/* 9: parking (protocol.h). A stub whose spin ends waits in its map site's call, and the resume
+ * answers that call: with the maps after a fault, with nothing after a gate event, after a
+ * preemption reached the call (made again), and a stub killed there is reported dead. The guest
+ * sees what the resume of a spinning stub gives it. Under sysemu a stub stops at its hand-off
+ * instead, and the same resumes must give the same. */
+static void park(void)
+{
+    struct timespec ts = { 0, 20000000 };   /* 20 ms: far beyond any spin */
+    nanosleep(&ts, NULL);
+}
+
+static void test_parked(struct stub *s)
+{
+    uint64_t found = stubs_parked_found();
+    uint32_t marker = 0x7061726b;
+    poke(G_DATA, &marker, 4);
+    struct stub_regs r = regs_at(sym[S_g_probe]);
+    enum stub_wait_result w = go(s, &r, NULL, 2000);
+    bool segv = is_sig(w, SIGSEGV) && ev.addr == G_FORGE_LIN;
+    park();
+    stub_queue_map(s, G_FORGE_LIN, G_DATA, 1, PROT_READ);
+    r = ev.r;
+    r.regs[3] = 0x5a5a5a5a;
+    w = go(s, &r, NULL, 2000);
+    check(segv && is_sig(w, SIGSYS) && ev.r.regs[0] == marker && ev.r.regs[3] == 0x5a5a5a5a,
+          "9 parked after a fault, resumed with a map: the page and the registers (wait %d, eax %#x, ebx %#x)",
+          w, ev.r.regs[0], ev.r.regs[3]);
+
+    park();
+    r = regs_at(sym[S_g_probe]);
+    r.regs[3] = 0x600d;
+    w = go(s, &r, NULL, 2000);
+    check(is_sig(w, SIGSYS) && ev.r.regs[0] == marker && ev.r.regs[3] == 0x600d,
+          "9 parked after a system call, resumed with nothing to map (wait %d, eax %#x, ebx %#x)", w,
+          ev.r.regs[0], ev.r.regs[3]);
+
+    stub_queue_map(s, G_DATA, G_DATA, 1, PROT_READ);
+    r = regs_at(sym[S_g_maploop]);
+    w = go(s, &r, NULL, 2000);
+    bool gate = w == STUB_WAIT_EVENT && ev.kind == STUB_EV_GATE;
+    park();
+    r = regs_at(sym[S_g_probe]);
+    r.regs[3] = 0x9a7e;
+    w = go(s, &r, NULL, 2000);
+    check(gate && is_sig(w, SIGSYS) && ev.r.regs[0] == marker && ev.r.regs[3] == 0x9a7e,
+          "9 parked after a gate event, resumed with nothing to map (wait %d, eax %#x, ebx %#x)", w,
+          ev.r.regs[0], ev.r.regs[3]);
+
+    /* the preemption interrupts the call, which the stub makes again; it is then reported
+     * at the resume, from the registers about to run (stub.c stub_preempt_c) */
+    park();
+    kill(stub_pid(s), STUB_PREEMPT_SIG);
+    park();
+    stub_queue_unmap(s, G_FORGE_LIN, 1);
+    r = regs_at(sym[S_g_probe]);
+    w = go(s, &r, NULL, 2000);
+    int preempted = is_sig(w, STUB_PREEMPT_SIG);
+    if (preempted)
+        w = go(s, &ev.r, NULL, 2000);
+    check(is_sig(w, SIGSEGV) && ev.addr == G_FORGE_LIN,
+          "9 parked, a preemption, then resumed with an unmap: the page is gone (wait %d, sig %d, "
+          "addr %#llx, preemption reported first: %d)", w, ev.sig, (unsigned long long)ev.addr, preempted);
+    if (how == STUB_SUD)
+        check(stubs_parked_found() >= found + 4, "9 ... each of those resumes found the stub parked (%llu)",
+              (unsigned long long)(stubs_parked_found() - found));
+
+    park();
+    kill(stub_pid(s), SIGKILL);
+    park();
+    r = regs_at(sym[S_g_probe]);
+    w = go(s, &r, NULL, 2000);
+    check(w == STUB_WAIT_DIED, "9 a stub killed while parked: the resume reports it dead (wait %d)", w);
+    stub_destroy(s);
+}
+
 static void test_preempt(struct stub *s)
 {
     struct stub_regs r = regs_at(sym[S_g_loop]);
@@ -526,6 +601,7 @@ int main(int argc, char **argv)
     test_hostile(new_stub(), path);
     test_forged_keep(new_stub());
     test_hold(new_stub());
+    test_parked(new_stub());
     test_preempt(new_stub());
     test_preempt_in_map(new_stub());
 
