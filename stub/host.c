@@ -588,11 +588,10 @@ static int answer_map_call(struct stub *s, uint64_t id)
             return 0;
         return errno == ENOENT ? 1 : (give_up(s, STUB_LOSS_PROTOCOL), -1);
     }
-    uint64_t valid = id;
-    if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &valid) != 0)
-        return errno == ENOENT ? 1 : (give_up(s, STUB_LOSS_PROTOCOL), -1);
     /* The descriptor and the answer in one step (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): the
-     * stub's call returns STUB_MEMFD, and it is woken once, not twice. */
+     * stub's call returns STUB_MEMFD, and it is woken once, not twice. ADDFD checks the id
+     * itself (seccomp_notify_addfd: ENOENT when the notification is gone), so no
+     * SECCOMP_IOCTL_NOTIF_ID_VALID before it: a system call less a map hand-off. */
     struct seccomp_notif_addfd add = { .id = id, .flags = SECCOMP_ADDFD_FLAG_SETFD | SECCOMP_ADDFD_FLAG_SEND,
                                        .srcfd = (uint32_t)guest_memfd, .newfd = STUB_MEMFD, .newfd_flags = 0 };
     /* No host signal may interrupt it: after an interrupted ADDFD with SEND the
