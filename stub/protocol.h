@@ -71,7 +71,9 @@
  * parked stub is held already (below). The stub goes on only when state is
  * STUB_RUN after the call; any other answer (a refusal) it takes as none, and
  * calls again. The monitor, waiting for an event, refuses a call only while
- * state is STUB_RUN: a parked stub made it after STUB_PARKED.
+ * state is neither STUB_EVENT nor STUB_PARKED: a parked stub made it after
+ * STUB_PARKED. Under sysemu a stub parks only after READY, before the
+ * monitor traces it; later hand-offs stop at its trap site.
  *
  * Holding (--syscalls=sud). An event in this area is no proof that the stub
  * waits: guest code can forge one and run on while the guest kernel handles
