@@ -481,10 +481,11 @@ static int notif_ioctl(int fd, unsigned long request, void *arg)
     return r;
 }
 
-static void respond(int listener, uint64_t id, int error)
+/* Answers notification (id): the call fails with (error), or returns 0. 0, or -1 with errno. */
+static int respond(int listener, uint64_t id, int error)
 {
     struct seccomp_notif_resp resp = { .id = id, .error = error ? -error : 0, .val = 0, .flags = 0 };
-    notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    return notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
 /* Receives one notification into (n) (notif_sizes.seccomp_notif bytes). false: none. */
@@ -583,8 +584,7 @@ static int answer_map_call(struct stub *s, uint64_t id)
      * call: the call is made again (stub.c, SA_RESTART), and the caller takes the new one. */
     if (!s->nmap && !s->nunmap) {
         /* nothing to map: the call returns 0 (a parked stub's resume, a hold's end) */
-        struct seccomp_notif_resp resp = { .id = id, .error = 0, .val = 0, .flags = 0 };
-        if (notif_ioctl(s->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0)
+        if (respond(s->listener, id, 0) == 0)
             return 0;
         return errno == ENOENT ? 1 : (give_up(s, STUB_LOSS_PROTOCOL), -1);
     }
