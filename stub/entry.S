@@ -86,7 +86,8 @@ stub_restorer:
 /* The map site (protocol.h, "Mapping"). Guest code may jump to the syscall below with any
  * registers and stack, so after it nothing depends on either until STUB_MEMFD is closed:
  * every value comes from a constant, the control area or the kernel's return value. The
- * unmaps come first: the monitor wrote them with the maps, once the call proved the stub here. */
+ * unmaps come first: the monitor wrote them with the maps, once the call proved the stub here.
+ * Returns 0 when the monitor answered the call, else the call's error (a refusal). */
     .globl stub_map, stub_map_syscall
 stub_map:
     pushq %rbx
@@ -96,7 +97,7 @@ stub_map_syscall:
     testq %rax, %rax                    /* 0: a resume with nothing to map (a parked stub's, protocol.h) */
     jz 5f
     cmpq $STUB_MEMFD, %rax              /* the monitor's answer: the memfd installed there (ADDFD_FLAG_SEND), or an error */
-    jne 3f
+    jne 6f
     xorl %ebx, %ebx
 1:  RANGE CTL_NUNMAP, CTL_UNMAP, 2f
     movl $NR_MUNMAP, %eax
@@ -116,7 +117,15 @@ stub_map_syscall:
 3:  movl $NR_CLOSE, %eax
     movl $STUB_MEMFD, %edi
     syscall
+    xorl %eax, %eax                     /* answered */
 5:  popq %rbx                           /* STUB_MEMFD is gone: the stack may matter again */
+    ret
+6:  movq %rax, %rbx                     /* refused: no descriptor came, but one may be left from guest code's own jump here */
+    movl $NR_CLOSE, %eax
+    movl $STUB_MEMFD, %edi
+    syscall
+    movq %rbx, %rax
+    popq %rbx
     ret
 
 /* set_thread_area(%edi) through the i386 table (int $0x80 takes 32-bit pointers). */

@@ -238,11 +238,16 @@ fail:
     return NULL;
 }
 
-/* Whether the control area holds an event: the stub handed it off, and spins or is parked. */
+/* Whether (state) says the control area holds an event: the stub handed it off, and spins or
+ * is parked. */
+static bool is_event_state(uint32_t state)
+{
+    return state == STUB_EVENT || state == STUB_PARKED;
+}
+
 static bool handed_off_event(const struct stub_ctl *c)
 {
-    uint32_t v = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
-    return v == STUB_EVENT || v == STUB_PARKED;
+    return is_event_state(__atomic_load_n(&c->state, __ATOMIC_ACQUIRE));
 }
 
 /* The READY report: the listener over the socket, then the control area's READY event. */
@@ -912,7 +917,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
         c->monitor_sleeps = 1;
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         uint32_t v = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
-        if (v == STUB_EVENT || v == STUB_PARKED)
+        if (is_event_state(v))
             break;
         t = now_ns();
         if (deadline_ns && t >= deadline_ns) {
@@ -937,7 +942,8 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
                 return STUB_WAIT_DIED;
             }
             /* refused unless a parked stub's: that call comes after STUB_PARKED (protocol.h),
-             * and the event is taken above */
+             * and the event is taken above. A stub that parks while these are refused may
+             * have its call refused too: it makes it again (stub.c map_handoff). */
             if ((p[1].revents & POLLIN) && !handed_off_event(c))
                 deny_notifications(s);
         }

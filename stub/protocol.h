@@ -68,11 +68,14 @@
  * parked sets STUB_RUN and answers that call as the resume itself: with
  * STUB_MEMFD when there are pages to map or unmap, else with 0. One wake-up
  * then resumes the stub, where a futex wake and a map call took two, and the
- * parked stub is held already (below). The stub goes on only when state is
- * STUB_RUN after the call; any other answer (a refusal) it takes as none, and
- * calls again. The monitor, waiting for an event, refuses a call only while
- * state is neither STUB_EVENT nor STUB_PARKED: a parked stub made it after
- * STUB_PARKED. Under sysemu a stub parks only after READY, before the
+ * parked stub is held already (below). The monitor sets STUB_RUN before its
+ * answer. The stub goes on only when its call was answered; a refusal it takes
+ * as none, and calls again, whatever state says by then: the monitor, waiting
+ * for an event, refuses the calls it finds while state is neither STUB_EVENT
+ * nor STUB_PARKED, and a parked stub's call can be among them when it parked
+ * while the monitor was refusing. That monitor then sees STUB_PARKED, and its
+ * resume sets STUB_RUN and waits for the call, which must come again
+ * (tests/stub: 9). Under sysemu a stub parks only after READY, before the
  * monitor traces it; later hand-offs stop at its trap site.
  *
  * Holding (--syscalls=sud). An event in this area is no proof that the stub

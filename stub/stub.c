@@ -45,7 +45,7 @@ extern char stub_sig_entry[], stub_restorer[], stub_map_syscall[], stub_exit_res
 extern char stub_trap_site[], stub_cmd_entry[];
 void stub_trap(void);
 extern char __stub_start[], __stub_end[];
-void stub_map(void);
+long stub_map(void);
 int stub_set_thread_area(uint32_t desc);
 __attribute__((noreturn)) void stub_exit64(void);
 
@@ -91,9 +91,19 @@ static void handoff(void)
         futex(&ctl->state, FUTEX_WAKE, 1);
 }
 
+/* The map site's call until the monitor answers it (protocol.h, "Parking"): a refusal, e.g. of
+ * a call that stub_wait found before it saw the event, is no answer, whatever state says by
+ * then. A monitor that found the stub parked, or that sent STUB_CMD_MAP, waits for the call. */
+static void map_handoff(void)
+{
+    while (stub_map() != 0)
+        ;
+}
+
 /* Waits for STUB_RUN (protocol.h, "Parking"): spins as long as the monitor says pays, then parks
- * at the map site, whose call the monitor answers at the resume. Returns 1 when parked: the
- * call was then this resume's map hand-off, which run_commands does not make again. */
+ * at the map site, whose call the monitor answers at the resume, after it set STUB_RUN. Returns
+ * 1 when parked: the call was then this resume's map hand-off, which run_commands does not make
+ * again. */
 static int wait_run(void)
 {
     for (uint32_t i = 0, n = ctl->spin; i < n; i++) {
@@ -104,9 +114,7 @@ static int wait_run(void)
     uint32_t was = STUB_EVENT;
     if (!__atomic_compare_exchange_n(&ctl->state, &was, STUB_PARKED, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         return 0;                                   /* STUB_RUN came first */
-    do
-        stub_map();             /* an answer without STUB_RUN (a call refused) is no resume */
-    while (__atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE) != STUB_RUN);
+    map_handoff();
     return 1;
 }
 
@@ -147,7 +155,7 @@ static void unmaps(void)
 static uint32_t run_commands(int parked)
 {
     if (!parked && (ctl->cmd & STUB_CMD_MAP))
-        stub_map();
+        map_handoff();
     uint32_t cmd = ctl->cmd;
     if (cmd & STUB_CMD_TLS)
         set_tls();

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/seccomp.h>
 
 #include "host.h"
 #include "guest.h"
@@ -269,7 +272,8 @@ static void test_hostile(struct stub *s, const char *path)
         r.regs[7] = (uint32_t)(stub_map_site(s) >> 32);
         r.regs[6] = (uint32_t)stub_map_site(s);
         w = go(s, &r, NULL, 2000);
-        check(w == STUB_WAIT_EVENT && ev.kind == STUB_EV_GATE, "6g forged event: taken as one (wait %d)", w);
+        check(w == STUB_WAIT_EVENT && ev.kind == STUB_EV_GATE, "6g forged event: taken as one (wait %d%s%s)", w,
+              w == STUB_WAIT_DIED ? ": " : "", w == STUB_WAIT_DIED ? stub_loss_name(stub_loss(s)) : "");
         stub_queue_map(s, G_FORGE_LIN, G_FORGE_GPA, 1, PROT_READ);
         r = regs_at(sym[S_g_loop]);
         w = go(s, &r, NULL, 2000);
@@ -284,7 +288,9 @@ static void test_hostile(struct stub *s, const char *path)
     /* d: open from stub text */
     r = jmp64(stub_map_site(s), 2, G_PATH, 0101, 0644);
     w = go(s, &r, NULL, 3000);
-    check(w == STUB_WAIT_DIED && access(path, F_OK) != 0, "6d open from the stub's text: the stub is killed (wait %d)", w);
+    check(w == STUB_WAIT_DIED && stub_loss(s) == STUB_LOSS_DIED && access(path, F_OK) != 0,
+          "6d open from the stub's text: the stub is killed (wait %d%s%s)", w, w == STUB_WAIT_DIED ? ": " : "",
+          w == STUB_WAIT_DIED ? stub_loss_name(stub_loss(s)) : "");
     stub_destroy(s);
 }
 
@@ -370,6 +376,73 @@ static void park(void)
 {
     struct timespec ts = { 0, 20000000 };   /* 20 ms: far beyond any spin */
     nanosleep(&ts, NULL);
+}
+
+/* The seccomp listener among this process's descriptors with a call waiting: the parked stub's
+ * (each stub has its own listener, and only that stub waits in a call). -1 if none. */
+static int listener_with_call(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int found = -1;
+    for (struct dirent *e; d && found < 0 && (e = readdir(d));) {
+        char path[64], link[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%.12s", e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        struct pollfd p = { atoi(e->d_name), POLLIN, 0 };
+        if (!strcmp(link, "anon_inode:seccomp notify") && poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
+            found = p.fd;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+struct refusal { int listener; uint64_t id; };
+
+/* Refuses the call (arg) once the resume has had time to set STUB_RUN and wait for it. */
+static void *refuse_later(void *arg)
+{
+    const struct refusal *f = arg;
+    park();
+    struct seccomp_notif_resp resp = { .id = f->id, .error = -EPERM };
+    ioctl(f->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    return NULL;
+}
+
+/* 9, SUD: a parked stub's call refused, as stub_wait refuses the calls it finds before it sees
+ * the event, once the resume has found the stub parked, set STUB_RUN and waits for the call.
+ * The stub must make it again, and not go on into guest code unanswered: the resume's map would
+ * be lost, and the monitor would wait at the map site for a stub running guest code (here one
+ * that forges an event, tests/stub/guest.S g_forge_keep, and so never parks). */
+static void test_parked_refused(struct stub *s)
+{
+    struct stub_regs r = regs_at(sym[S_g_probe]);
+    enum stub_wait_result w = go(s, &r, NULL, 2000);
+    bool segv = is_sig(w, SIGSEGV) && ev.addr == G_FORGE_LIN;
+    park();
+    union { struct seccomp_notif n; char buf[512]; } notif;
+    memset(&notif, 0, sizeof notif);
+    struct refusal f = { listener_with_call(), 0 };
+    bool taken = f.listener >= 0 && ioctl(f.listener, SECCOMP_IOCTL_NOTIF_RECV, &notif) == 0 &&
+                 notif.n.pid == (uint32_t)stub_pid(s);
+    f.id = notif.n.id;
+    pthread_t t;
+    bool started = taken && pthread_create(&t, NULL, refuse_later, &f) == 0;
+    stub_queue_map(s, G_FORGE_LIN, G_DATA, 1, PROT_READ);
+    r = regs_at(sym[S_g_forge_keep]);       /* %edi:%esi 0: no jump, straight to its loop */
+    w = go(s, &r, NULL, 2000);
+    if (started)
+        pthread_join(t, NULL);
+    bool mapped = mapped_in(stub_pid(s), G_FORGE_LIN);
+    check(segv && started && w == STUB_WAIT_EVENT && ev.kind == STUB_EV_GATE && mapped,
+          "9 a parked stub's call refused after the resume set STUB_RUN: made again and answered "
+          "(call taken %d, wait %d%s%s, event kind %d, the page mapped %d)", taken, w,
+          w == STUB_WAIT_DIED ? ": " : "", w == STUB_WAIT_DIED ? stub_loss_name(stub_loss(s)) : "", ev.kind,
+          mapped);
+    stub_destroy(s);
 }
 
 static void test_parked(struct stub *s)
@@ -602,6 +675,8 @@ int main(int argc, char **argv)
     test_forged_keep(new_stub());
     test_hold(new_stub());
     test_parked(new_stub());
+    if (how == STUB_SUD)
+        test_parked_refused(new_stub());
     test_preempt(new_stub());
     test_preempt_in_map(new_stub());
 
