@@ -37,9 +37,9 @@ $(B)/tests/stub/guest.bin: $(B)/tests/stub/guest.o
 	objcopy -O binary -j .text $(@:.bin=.elf) $@
 
 $(B)/tests/stub/test_stub: tests/stub/test_stub.c tests/stub/guest.h stub/host.c stub/host.h stub/trace.c stub/trace.h $(STUB_HDRS) \
-                           $(OBJ)/stub/blob.S.o $(B)/tests/stub/guest.bin $(SAN_STAMP)
+                           lib/tsc.c lib/tsc.h $(OBJ)/stub/blob.S.o $(B)/tests/stub/guest.bin $(SAN_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Istub -Itests/stub -DGUEST_BIN='"$(B)/tests/stub/guest.bin"' -o $@ \
-	    tests/stub/test_stub.c stub/host.c stub/trace.c $(OBJ)/stub/blob.S.o
+	    tests/stub/test_stub.c stub/host.c stub/trace.c lib/tsc.c $(OBJ)/stub/blob.S.o
 
 TEST_DEPS += $(B)/tests/stub/test_stub

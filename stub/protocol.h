@@ -23,8 +23,8 @@
  *            state == STUB_EVENT or STUB_PARKED.
  *   stub:    runs the commands, resumes guest code; on a host signal or a
  *            gate call writes the event and r, state := STUB_EVENT, wakes
- *            the monitor if monitor_sleeps, then spins for STUB_RUN (`spin`
- *            pause loops), and parks when it does not come.
+ *            the monitor if monitor_sleeps, then spins for STUB_RUN (for
+ *            `spin_ticks` of the TSC), and parks when it does not come.
  *
  * Under --syscalls=sysemu (stub/trace.h) the monitor is the stub's ptrace
  * tracer and sets trap_handoff: the stub then stops at its trap site (int3)
@@ -171,7 +171,7 @@ struct stub_ctl {
     struct stub_range map[STUB_MAX_RANGES];
     struct stub_range unmap[STUB_MAX_RANGES];
     struct stub_tls tls[3];
-    uint32_t spin;              /* pause loops the stub spins for STUB_RUN before it sleeps (set by the monitor) */
+    uint32_t spin_ticks;        /* TSC ticks the stub spins for STUB_RUN before it parks (set by the monitor) */
     uint32_t pad;
     uint64_t vdso;              /* STUB_EV_READY: the stub's vDSO base (AT_SYSINFO_EHDR), where the host
                                  * kernel's landing pad for a compat-mode sysenter lies (Intel) */

@@ -106,7 +106,7 @@ static void map_handoff(void)
  * again. */
 static int wait_run(void)
 {
-    for (uint32_t i = 0, n = ctl->spin; i < n; i++) {
+    for (uint64_t end = __builtin_ia32_rdtsc() + ctl->spin_ticks; __builtin_ia32_rdtsc() < end;) {
         if (__atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE) == STUB_RUN)
             return 0;
         __asm__ volatile("pause");

@@ -3,7 +3,6 @@
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <time.h>
 #include <x86intrin.h>
 
 #include "cpu_model.h"
@@ -254,25 +253,4 @@ void cpu_reset(struct vcpu *v)
     v->pae_reserved = ((1ull << 63) - 1) & ~((1ull << maxphyaddr()) - 1);
     v->msr_misc[0] = 0x0007040600070406ull;     /* the PAT's power-up value */
     v->msr_misc[1] = 1;                         /* fast strings enabled */
-}
-
-uint32_t cpu_tsc_khz(void)
-{
-    /* The TSC against CLOCK_MONOTONIC_RAW over 10 ms: the host's TSC is the
-     * guest's (rdtsc runs natively), and the guest cannot calibrate it
-     * against an emulated PIT whose reads take microseconds with jitter. */
-    static uint32_t khz;
-    struct timespec t0, t1;
-    uint64_t c0, c1;
-    if (khz)
-        return khz;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &t0);
-    c0 = __rdtsc();
-    do {
-        clock_gettime(CLOCK_MONOTONIC_RAW, &t1);
-    } while ((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec) < 10000000);
-    c1 = __rdtsc();
-    int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
-    khz = (uint32_t)((c1 - c0) * 1000000ull / (uint64_t)ns);
-    return khz;
 }

@@ -16,7 +16,5 @@ void cpu_reset(struct vcpu *v);
 bool cpu_xsetbv(struct vcpu *v, uint32_t index, uint64_t value);
 /* Make guest processes' cpuid trap (#GP) where the host allows it; returns whether it does. */
 bool cpu_cpuid_faulting_on(void);
-/* The host's TSC frequency in kHz, measured over 10 ms on the first call. */
-uint32_t cpu_tsc_khz(void);
 
 #endif

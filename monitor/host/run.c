@@ -9,6 +9,7 @@
 
 #include "boot/loader.h"
 #include "lib/fail.h"
+#include "lib/tsc.h"
 #include "machine/platform.h"
 #include "memory/guestmem.h"
 #include "monitor/gdb/gdbstub.h"
@@ -205,7 +206,7 @@ int run_main(int argc, char **argv)
      * calibrate against the emulated PIT, and that it is constant and
      * synchronised (the host has constant_tsc and nonstop_tsc to give). */
     char linux_defaults[64];
-    snprintf(linux_defaults, sizeof linux_defaults, "tsc_early_khz=%u tsc=reliable", cpu_tsc_khz());
+    snprintf(linux_defaults, sizeof linux_defaults, "tsc_early_khz=%u tsc=reliable", tsc_khz());
     r = loader_load(&gm, o.kernel, append, linux_defaults, o.initrd, cmd_archive, cmd_len, &bs);
     free(cmd_archive);
     free(append);

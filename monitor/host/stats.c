@@ -10,8 +10,8 @@
 #include "stats.h"
 
 #include "ring3/abi.h"
+#include "lib/tsc.h"
 
-#include "monitor/cpu/cpu_model.h"
 #include "monitor/cpu/emulate.h"
 #include "monitor/cpu/vcpu.h"
 
@@ -43,7 +43,7 @@ static const char *const signal_names[STAT_SIGNAL_KINDS] = {
 
 void stats_init(void)
 {
-    ns_per_tick = 1e6 / cpu_tsc_khz();
+    ns_per_tick = 1e6 / tsc_khz();
     stats_enabled = true;
 }
 
