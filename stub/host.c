@@ -37,16 +37,15 @@
 #define SILENT_CPU_NS  200000000ull
 #define SILENT_WALL_NS 10000000000ull
 #define SPIN_NS        30000ull        /* stub_wait spins this long before it sleeps */
-/* A stub spins for the monitor's answer as long as stub_wait spins for its event, then parks
- * (protocol.h). Counted in TSC ticks, not pause loops: a pause takes about 10 cycles on older
+#define SLICE_NS       10000000ull     /* ... and sleeps in slices of at most this */
+/* A stub spins for the monitor's answer as long as stub_wait spins for its event (SPIN_NS),
+ * then parks (protocol.h). Counted in TSC ticks, not pause loops: a pause takes about 10 cycles on older
  * Intel cores and 140 from Skylake (Intel's optimization manual), 64 here. In pause loops of
  * 25 ns (AMD EPYC, family 25), medians of 3 to 8 runs: 500 loops (12 us) and 2000 (49 us)
  * gave fork 0.65-0.83 and 0.62-0.68 ms, fork+execve 2.3-2.75 and 2.16-2.59 ms, getpid alike;
  * 8000 (200 us) no better; none (parking at once) made getpid 16 us against 1.85. 30 us gave
  * fork 0.63 and fork+execve 2.19 against 0.65 and 2.29 for 500 loops in one run of 8. */
-#define STUB_SPIN_NS   SPIN_NS
 static uint32_t spin_ticks;
-#define SLICE_NS       10000000ull     /* ... and sleeps in slices of at most this */
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
 #define PR_SET_SYSCALL_USER_DISPATCH 59
@@ -338,7 +337,7 @@ int stubs_init(int memfd, size_t xsize, enum stub_syscalls how)
     if (how == STUB_SYSEMU && trace_init() != 0)
         return -1;
     redirect = how;
-    spin_ticks = (uint32_t)(STUB_SPIN_NS * tsc_khz() / 1000000);
+    spin_ticks = (uint32_t)(SPIN_NS * tsc_khz() / 1000000);
     guest_memfd = memfd;
     xsave_size = xsize;
     /* vm.memfd_noexec may ask for MFD_EXEC (Linux 6.3); older kernels reject the flag */

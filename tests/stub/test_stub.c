@@ -93,6 +93,16 @@ static int is_sig(enum stub_wait_result w, int sig)
     return w == STUB_WAIT_EVENT && ev.kind == STUB_EV_SIGNAL && ev.sig == sig;
 }
 
+/* ": why" when (w) says the stub is gone (stub_loss_name), else "": for messages. */
+static const char *loss(enum stub_wait_result w, const struct stub *s)
+{
+    static char buf[64];
+    if (w != STUB_WAIT_DIED)
+        return "";
+    snprintf(buf, sizeof buf, ": %s", stub_loss_name(stub_loss(s)));
+    return buf;
+}
+
 static struct stub *new_stub(void)
 {
     struct stub *s = stub_create();
@@ -272,8 +282,8 @@ static void test_hostile(struct stub *s, const char *path)
         r.regs[7] = (uint32_t)(stub_map_site(s) >> 32);
         r.regs[6] = (uint32_t)stub_map_site(s);
         w = go(s, &r, NULL, 2000);
-        check(w == STUB_WAIT_EVENT && ev.kind == STUB_EV_GATE, "6g forged event: taken as one (wait %d%s%s)", w,
-              w == STUB_WAIT_DIED ? ": " : "", w == STUB_WAIT_DIED ? stub_loss_name(stub_loss(s)) : "");
+        check(w == STUB_WAIT_EVENT && ev.kind == STUB_EV_GATE, "6g forged event: taken as one (wait %d%s)", w,
+              loss(w, s));
         stub_queue_map(s, G_FORGE_LIN, G_FORGE_GPA, 1, PROT_READ);
         r = regs_at(sym[S_g_loop]);
         w = go(s, &r, NULL, 2000);
@@ -289,8 +299,7 @@ static void test_hostile(struct stub *s, const char *path)
     r = jmp64(stub_map_site(s), 2, G_PATH, 0101, 0644);
     w = go(s, &r, NULL, 3000);
     check(w == STUB_WAIT_DIED && stub_loss(s) == STUB_LOSS_DIED && access(path, F_OK) != 0,
-          "6d open from the stub's text: the stub is killed (wait %d%s%s)", w, w == STUB_WAIT_DIED ? ": " : "",
-          w == STUB_WAIT_DIED ? stub_loss_name(stub_loss(s)) : "");
+          "6d open from the stub's text: the stub is killed (wait %d%s)", w, loss(w, s));
     stub_destroy(s);
 }
 
@@ -324,8 +333,8 @@ static void test_forged_keep(struct stub *s)
     r = regs_at(sym[S_g_loop]);
     w = go(s, &r, NULL, 1000);
     bool after = w != STUB_WAIT_DIED && mapped_in(stub_pid(s), G_FORGE_LIN);
-    check(!after, "6h ... the unmap of the resume is done or the stub given up (wait %d%s%s), not skipped",
-          w, w == STUB_WAIT_DIED ? ": " : "", w == STUB_WAIT_DIED ? stub_loss_name(stub_loss(s)) : "");
+    check(!after, "6h ... the unmap of the resume is done or the stub given up (wait %d%s), not skipped",
+          w, loss(w, s));
     stub_destroy(s);
 }
 
@@ -439,8 +448,7 @@ static void test_parked_refused(struct stub *s)
     bool mapped = mapped_in(stub_pid(s), G_FORGE_LIN);
     check(segv && started && w == STUB_WAIT_EVENT && ev.kind == STUB_EV_GATE && mapped,
           "9 a parked stub's call refused after the resume set STUB_RUN: made again and answered "
-          "(call taken %d, wait %d%s%s, event kind %d, the page mapped %d)", taken, w,
-          w == STUB_WAIT_DIED ? ": " : "", w == STUB_WAIT_DIED ? stub_loss_name(stub_loss(s)) : "", ev.kind,
+          "(call taken %d, wait %d%s, event kind %d, the page mapped %d)", taken, w, loss(w, s), ev.kind,
           mapped);
     stub_destroy(s);
 }
