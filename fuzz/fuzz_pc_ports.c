@@ -399,7 +399,7 @@ static void step(struct fuzz_input *in)
         }
         break;
     case 12:
-        platform_io_poll(&p);
+        platform_io_poll(&p, hw_clock_now(&hw_clock_monotonic));
         break;
     case 13:
         peer.base.nic.link(peer.base.nic.opaque, arg & 1);

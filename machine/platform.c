@@ -191,13 +191,13 @@ void platform_io_dispatch(struct platform *p)
     }
 }
 
-void platform_io_poll(struct platform *p)
+void platform_io_poll(struct platform *p, uint64_t now)
 {
     struct pollfd pfd[PLATFORM_IO_MAX_FDS];
     unsigned n = 0;
     uint64_t deadline = UINT64_MAX;
     platform_io_fill(p, pfd, &n, PLATFORM_IO_MAX_FDS, &deadline);
-    if (n == 0 && deadline > hw_clock_now(&hw_clock_monotonic))
+    if (n == 0 && deadline > now)
         return;
     if (n)
         poll(pfd, n, 0);

@@ -89,8 +89,9 @@ void platform_io_fill(struct platform *p, struct pollfd *pfd, unsigned *n, unsig
                       uint64_t *deadline);
 void platform_io_dispatch(struct platform *p);
 
-/* Both, with a poll() that does not wait: frames and requests move now. */
-void platform_io_poll(struct platform *p);
+/* Both, with a poll() that does not wait: frames and requests move now (host
+ * monotonic ns, the backends' clock). */
+void platform_io_poll(struct platform *p, uint64_t now);
 
 /* The earliest time (clock ns, >= now) at which platform_update() may raise
  * an interrupt, or PLATFORM_NO_DEADLINE: how long the event loop may sleep. */

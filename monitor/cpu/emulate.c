@@ -339,10 +339,10 @@ void emulate_gate(void)
      * now and no deadline moved, so the devices need not be looked at. */
     if (entry == R3_E_SYSENTER)
         goto publish;
-out:
-    events_poll(v);
+out:;
+    uint64_t now = events_poll(v);
     vcpu_check_interrupts(v);
-    events_arm(v);
+    events_arm_at(v, now);
 publish:
     seg_publish(v);
     stats_gate(entry, t0);

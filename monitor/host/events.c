@@ -67,10 +67,16 @@ uint64_t events_now(void)
     return hw_clock_now(&hw_clock_monotonic);
 }
 
+/* The next device deadline after host time (now), in host time. */
+static uint64_t next_deadline_at(struct vcpu *v, uint64_t now)
+{
+    uint64_t when = platform_next_deadline(v->plat, now - stood_ns);
+    return when == PLATFORM_NO_DEADLINE ? when : when + stood_ns;
+}
+
 uint64_t events_next_deadline(struct vcpu *v)
 {
-    uint64_t when = platform_next_deadline(v->plat, guest_clock_ns(NULL));
-    return when == PLATFORM_NO_DEADLINE ? when : when + stood_ns;
+    return next_deadline_at(v, events_now());
 }
 
 /* Ctrl-A then (c), qemu -nographic's keys: x ends the run, h lists the keys, c switches to the
@@ -157,10 +163,12 @@ static void pump_input(struct vcpu *v)
     }
 }
 
-void events_poll(struct vcpu *v)
+uint64_t events_poll(struct vcpu *v)
 {
-    platform_update(v->plat, guest_clock_ns(NULL));
-    platform_io_poll(v->plat);
+    uint64_t now = events_now();
+    platform_update(v->plat, now - stood_ns);
+    platform_io_poll(v->plat, now);
+    return now;
 }
 
 /* Host input moves into the UART when the guest looks for it: when it reads
@@ -204,14 +212,18 @@ static void arm_at(uint64_t t)
     timer_settime(host_timer, TIMER_ABSTIME, &its, NULL);
 }
 
-void events_arm(struct vcpu *v)
+void events_arm_at(struct vcpu *v, uint64_t now)
 {
-    uint64_t now = events_now();
-    uint64_t when = events_next_deadline(v);
+    uint64_t when = next_deadline_at(v, now);
     /* A guest polling the UART also needs input while no timer runs: look again in 10 ms. */
     if (!input_eof && (when == PLATFORM_NO_DEADLINE || when > now + 10000000))
         when = armed_for > now && armed_for <= now + 10000000 ? armed_for : now + 10000000;
     arm_at(when == PLATFORM_NO_DEADLINE ? UINT64_MAX : when);
+}
+
+void events_arm(struct vcpu *v)
+{
+    events_arm_at(v, events_now());
 }
 
 void events_arm_soon(struct vcpu *v)

@@ -15,12 +15,16 @@ uint64_t events_next_deadline(struct vcpu *v);
 /* The guest stands still from events_clock_stop to events_clock_start (gdb, `stop`). */
 void events_clock_stop(void);
 void events_clock_start(void);
-void events_poll(struct vcpu *v);          /* advance the devices to now; never blocks */
+/* Advance the devices to now; never blocks. Returns that now (events_now), for events_arm_at. */
+uint64_t events_poll(struct vcpu *v);
 void events_input(struct vcpu *v);         /* move waiting host input into the UART */
 /* A timer tick in guest code: host input, gdb, the monitor prompt, and a `stop`'s hold. */
 void events_tick(struct vcpu *v);
 void events_wait(struct vcpu *v);          /* hlt: sleep until an interrupt can be taken */
 void events_arm(struct vcpu *v);           /* arm the host timer for the next device deadline */
+/* The same from host time (now), read at most microseconds before: each clock read costs
+ * 25-45 ns here, and the gate's path would read it four times. */
+void events_arm_at(struct vcpu *v, uint64_t now);
 void events_arm_soon(struct vcpu *v);      /* arm it for a moment from now */
 void events_alarm(void);
 /* The monitor's `stop` (prompt_stopped): the guest waits here, the terminal and the --monitor
