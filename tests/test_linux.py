@@ -74,6 +74,17 @@ def test_touch_64_mib():
     assert ok("touchmem 64") == "touchmem: 64 MiB ok\n"
 
 
+def test_folios_mapped_ahead_follow_their_entries():
+    """Pages mapped ahead of use (a folio's, monitor/mmu/mmu.c fault_around) leave with their
+    entries: after copy-on-write, mprotect, MADV_DONTNEED and munmap, every word is what the
+    process wrote and every fault comes, as when the host runs the same static program (and as
+    under QEMU: DIFFERENTIAL)."""
+    native = subprocess.run([ROOT / "build" / "guest" / "programs" / "folios"], capture_output=True,
+                            text=True, timeout=60)
+    assert native.returncode == 0 and "a write: SIGSEGV" in native.stdout, native.stdout + native.stderr
+    assert ok("folios") == native.stdout
+
+
 def test_sleep_one_second_of_host_time():
     """`sleep 1` lasts one host second, within 10%: the time between the lines around it,
     less the time around `sleep 0` (the fork and exec of sleep itself)."""
@@ -255,6 +266,7 @@ DIFFERENTIAL = [
     "grep -c ^processor /proc/cpuinfo; ls /",
     "i=0; while [ $i -lt 50 ]; do /bin/true || exit 9; i=$((i+1)); done; echo $i",
     "touchmem 64",
+    "folios",
     "segv null; echo $?; segv kernel; echo $?; segv handler; segv handler ss c1000000",
     "simd 300 | cut -d' ' -f1-3",
     "trap 'echo got USR1' USR1; kill -USR1 $$; echo after",

@@ -137,27 +137,57 @@ static int fill_prot(struct vcpu *v, const struct walk *w, bool *wp_override)
     return page_prot(rw && (w->pte & PG_D), w->nx);
 }
 
-/* Fault-around for a stub (a fill there costs a hand-off): the other pages of
- * the aligned group of FAULT_AROUND around (linear) that the guest's tables
- * let user mode read, mapped read-only unless already dirty. Their accessed
- * flags are set, as a processor that loads translations ahead of use (SDM
- * vol. 3, 4.10.2.3) and sets accessed flags speculatively (4.8) may. */
+/* Maps (pages) pages from (page) on frames from (phys) on, and records them:
+ * in a stub one queued map each, which go in its next hand-off; in ring3's own
+ * process one host mapping. False when they could not be mapped. */
+static bool map_run(struct vcpu *v, struct tlb *t, uint32_t page, uint64_t phys, uint32_t pages, int prot)
+{
+    if (!t->as && guestmem_map(v->gm, phys, page, (uint64_t)pages << 12, prot))
+        return false;
+    for (uint32_t i = 0; i < pages; i++) {
+        uint32_t at = page + (i << 12);
+        if (t->as && tlb_install(v, t, phys + ((uint64_t)i << 12), at, prot))
+            return false;
+        record(v, t, at, phys + ((uint64_t)i << 12), prot, false, false);
+    }
+    return true;
+}
+
+/* Fault-around for a page user mode may read: the other pages of the aligned
+ * group of FAULT_AROUND around (linear) that the guest's tables let user mode
+ * read, mapped read-only unless already dirty. A fill costs a hand-off in a
+ * stub and a host signal in ring3's own process, and the guest kernel fills
+ * the entries of a whole folio at one fault (64 KiB of fresh anonymous memory,
+ * guest/linux/ring3.config), so the group goes at once: in a stub in one
+ * hand-off, here in one host mapping per run of consecutive frames. Their
+ * accessed flags are set, as a processor that loads translations ahead of use
+ * (SDM vol. 3, 4.10.2.3) and sets accessed flags speculatively (4.8) may. */
 #define FAULT_AROUND 32
 static void fault_around(struct vcpu *v, struct tlb *t, uint32_t linear)
 {
-    uint32_t first = (linear >> 12) & ~(uint32_t)(FAULT_AROUND - 1);
-    for (uint32_t n = first; n < first + FAULT_AROUND; n++) {
+    uint32_t first = (linear >> 12) & ~(uint32_t)(FAULT_AROUND - 1), run = 0;
+    uint64_t run_phys = 0;
+    int run_prot = 0;
+    for (uint32_t n = first; n <= first + FAULT_AROUND; n++) {
         struct walk w;
         bool wp;
         uint32_t page = n << 12;
-        if (bit(t->mapped, n) || page == (linear & ~0xFFFu) || page >= R3_RUNTIME_BASE ||
-            page < v->gm->low_base || paging_walk(v, page, MMU_READ, true, true, &w) ||
-            !guestmem_ok(v->gm, w.phys & ~0xFFFull, 0x1000))
+        bool want = n < first + FAULT_AROUND && !bit(t->mapped, n) && page != (linear & ~0xFFFu) &&
+                    page < R3_RUNTIME_BASE && page >= v->gm->low_base &&
+                    !paging_walk(v, page, MMU_READ, true, true, &w) &&
+                    guestmem_ok(v->gm, w.phys & ~0xFFFull, 0x1000);
+        uint64_t phys = want ? w.phys & ~0xFFFull : 0;
+        int prot = want ? fill_prot(v, &w, &wp) : 0;
+        if (want && run && phys == run_phys + ((uint64_t)run << 12) && prot == run_prot) {
+            run++;
             continue;
-        int prot = fill_prot(v, &w, &wp);
-        if (tlb_install(v, t, w.phys & ~0xFFFull, page, prot))
+        }
+        /* Here a lone page costs a host mapping of its own, much as the fill it may save. */
+        if ((run > 1 || (run && t->as)) && !map_run(v, t, (n - run) << 12, run_phys, run, run_prot))
             return;
-        record(v, t, page, w.phys & ~0xFFFull, prot, false, false);
+        run = want;
+        run_phys = phys;
+        run_prot = prot;
     }
 }
 
@@ -234,10 +264,10 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
     }
     bool glob = (v->cr4 & CR4_PGE) && (w.pte & PG_G), priv = v->cpl == 0 && (!us || wp_override);
     record(v, t, page, phys, prot, glob, priv);
-    if (t->as)
-        fault_around(v, t, linear);
-    else if (w.large && v->cpl == 0)
+    if (w.large && v->cpl == 0 && !t->as)
         fill_large(v, t, linear, &w, prot, glob, priv);
+    else if (us)
+        fault_around(v, t, linear);
     gdb_pages_mapped(v);                /* a breakpoint in a page a process maps only now */
     return true;
 }
