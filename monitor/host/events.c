@@ -67,16 +67,10 @@ uint64_t events_now(void)
     return hw_clock_now(&hw_clock_monotonic);
 }
 
-/* The next device deadline after host time (now), in host time. */
-static uint64_t next_deadline_at(struct vcpu *v, uint64_t now)
+uint64_t events_next_deadline(struct vcpu *v, uint64_t now)
 {
     uint64_t when = platform_next_deadline(v->plat, now - stood_ns);
     return when == PLATFORM_NO_DEADLINE ? when : when + stood_ns;
-}
-
-uint64_t events_next_deadline(struct vcpu *v)
-{
-    return next_deadline_at(v, events_now());
 }
 
 /* Ctrl-A then (c), qemu -nographic's keys: x ends the run, h lists the keys, c switches to the
@@ -214,7 +208,7 @@ static void arm_at(uint64_t t)
 
 void events_arm_at(struct vcpu *v, uint64_t now)
 {
-    uint64_t when = next_deadline_at(v, now);
+    uint64_t when = events_next_deadline(v, now);
     /* A guest polling the UART also needs input while no timer runs: look again in 10 ms. */
     if (!input_eof && (when == PLATFORM_NO_DEADLINE || when > now + 10000000))
         when = armed_for > now && armed_for <= now + 10000000 ? armed_for : now + 10000000;
@@ -263,7 +257,7 @@ void events_wait(struct vcpu *v)
             }
             monitor_exit(v, 0);
         }
-        uint64_t now = events_now(), when = events_next_deadline(v);
+        uint64_t now = events_now(), when = events_next_deadline(v, now);
         /* stdin first (fd -1, which poll skips, while the UART has no room), then the sockets
          * of the network backends */
         struct pollfd pfd[3 + PLATFORM_IO_MAX_FDS];      /* stdin, the I/O, the prompt, gdb */

@@ -10,8 +10,9 @@
 uint64_t events_now(void);                 /* the host's monotonic clock, ns */
 /* The devices' clock (the platform's): the host's, less the time the guest was held. */
 extern const struct hw_clock events_guest_clock;
-/* The next device deadline in host time (events_now), PLATFORM_NO_DEADLINE for none. */
-uint64_t events_next_deadline(struct vcpu *v);
+/* The next device deadline after host time (now, from events_now), in host time;
+ * PLATFORM_NO_DEADLINE for none. */
+uint64_t events_next_deadline(struct vcpu *v, uint64_t now);
 /* The guest stands still from events_clock_stop to events_clock_start (gdb, `stop`). */
 void events_clock_stop(void);
 void events_clock_start(void);

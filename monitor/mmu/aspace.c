@@ -284,7 +284,7 @@ static bool wait_event(struct vcpu *v, struct aspace *as, struct stub_event *ev,
 {
     bool preempted = false;
     for (;;) {
-        uint64_t now = events_now(), deadline = events_next_deadline(v);
+        uint64_t now = events_now(), deadline = events_next_deadline(v, now);
         if (deadline > now + INPUT_POLL_NS)
             deadline = now + INPUT_POLL_NS;
         switch (stub_wait(as->stub, deadline, ev, xsave)) {

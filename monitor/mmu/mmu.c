@@ -137,10 +137,12 @@ static int fill_prot(struct vcpu *v, const struct walk *w, bool *wp_override)
     return page_prot(rw && (w->pte & PG_D), w->nx);
 }
 
-/* Maps (pages) pages from (page) on frames from (phys) on, and records them:
- * in a stub one queued map each, which go in its next hand-off; in ring3's own
- * process one host mapping. False when they could not be mapped. */
-static bool map_run(struct vcpu *v, struct tlb *t, uint32_t page, uint64_t phys, uint32_t pages, int prot)
+/* Maps (pages) pages from (page) on frames from (phys) on, and records them
+ * (glob, priv: as record): in a stub one queued map each, which go in its next
+ * hand-off; in ring3's own process one host mapping. False when they could not
+ * be mapped. */
+static bool map_run(struct vcpu *v, struct tlb *t, uint32_t page, uint64_t phys, uint32_t pages, int prot,
+                    bool glob, bool priv)
 {
     if (!t->as && guestmem_map(v->gm, phys, page, (uint64_t)pages << 12, prot))
         return false;
@@ -148,7 +150,7 @@ static bool map_run(struct vcpu *v, struct tlb *t, uint32_t page, uint64_t phys,
         uint32_t at = page + (i << 12);
         if (t->as && tlb_install(v, t, phys + ((uint64_t)i << 12), at, prot))
             return false;
-        record(v, t, at, phys + ((uint64_t)i << 12), prot, false, false);
+        record(v, t, at, phys + ((uint64_t)i << 12), prot, glob, priv);
     }
     return true;
 }
@@ -183,7 +185,7 @@ static void fault_around(struct vcpu *v, struct tlb *t, uint32_t linear)
             continue;
         }
         /* Here a lone page costs a host mapping of its own, much as the fill it may save. */
-        if ((run > 1 || (run && t->as)) && !map_run(v, t, (n - run) << 12, run_phys, run, run_prot))
+        if ((run > 1 || (run && t->as)) && !map_run(v, t, (n - run) << 12, run_phys, run, run_prot, false, false))
             return;
         run = want;
         run_phys = phys;
@@ -221,11 +223,8 @@ static void fill_large(struct vcpu *v, struct tlb *t, uint32_t linear, const str
         }
         if (run) {
             uint32_t start = n - run;
-            uint64_t at = phys0 + ((uint64_t)(start - first) << 12);
-            if (guestmem_map(v->gm, at, (uint64_t)start << 12, (uint64_t)run << 12, prot))
+            if (!map_run(v, t, start << 12, phys0 + ((uint64_t)(start - first) << 12), run, prot, glob, priv))
                 return;
-            for (uint32_t k = start; k < n; k++)
-                record(v, t, k << 12, at + ((uint64_t)(k - start) << 12), prot, glob, priv);
             run = 0;
         }
     }
