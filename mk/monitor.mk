@@ -2,7 +2,7 @@
 # the rooms it sits on) and `audit` (audit/).
 
 MONITOR_SRCS := $(sort $(wildcard cli/*.c monitor/*/*.c monitor/*/*.S audit/*.c x86/*.c lib/*.c \
-                  memory/*.c boot/*.c machine/*.c hw/*.c virtio/*.c block/*.c net/*.c ikc/*.c)) stub/host.c stub/trace.c stub/blob.S
+                  memory/*.c boot/*.c machine/*.c hw/*.c virtio/*.c block/*.c net/*.c ikc/*.c)) stub/host.c stub/placement.c stub/trace.c stub/blob.S
 MONITOR_OBJS := $(patsubst %,$(OBJ)/%.o,$(MONITOR_SRCS))
 MONITOR_LIBS := -lcapstone -lslirp
 

@@ -36,10 +36,10 @@ $(B)/tests/stub/guest.bin: $(B)/tests/stub/guest.o
 	ld -m elf_i386 -Ttext=0x10000 -e 0x10000 --build-id=none -o $(@:.bin=.elf) $<
 	objcopy -O binary -j .text $(@:.bin=.elf) $@
 
-$(B)/tests/stub/test_stub: tests/stub/test_stub.c tests/stub/guest.h stub/host.c stub/host.h stub/trace.c stub/trace.h $(STUB_HDRS) \
+$(B)/tests/stub/test_stub: tests/stub/test_stub.c tests/stub/guest.h stub/host.c stub/host.h stub/placement.c stub/placement.h stub/trace.c stub/trace.h $(STUB_HDRS) \
                            lib/tsc.c lib/tsc.h $(OBJ)/stub/blob.S.o $(B)/tests/stub/guest.bin $(SAN_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Istub -Itests/stub -DGUEST_BIN='"$(B)/tests/stub/guest.bin"' -o $@ \
-	    tests/stub/test_stub.c stub/host.c stub/trace.c lib/tsc.c $(OBJ)/stub/blob.S.o
+	    tests/stub/test_stub.c stub/host.c stub/placement.c stub/trace.c lib/tsc.c $(OBJ)/stub/blob.S.o
 
 TEST_DEPS += $(B)/tests/stub/test_stub

@@ -36,16 +36,7 @@
  * much longer backstop, for a stub asleep in a futex call that guest code jumped to. */
 #define SILENT_CPU_NS  200000000ull
 #define SILENT_WALL_NS 10000000000ull
-#define SPIN_NS        30000ull        /* stub_wait spins this long before it sleeps */
-#define SLICE_NS       10000000ull     /* ... and sleeps in slices of at most this */
-/* A stub spins for the monitor's answer as long as stub_wait spins for its event (SPIN_NS),
- * then parks (protocol.h). Counted in TSC ticks, not pause loops: a pause takes about 10 cycles on older
- * Intel cores and 140 from Skylake (Intel's optimization manual), 64 here. In pause loops of
- * 25 ns (AMD EPYC, family 25), medians of 3 to 8 runs: 500 loops (12 us) and 2000 (49 us)
- * gave fork 0.65-0.83 and 0.62-0.68 ms, fork+execve 2.3-2.75 and 2.16-2.59 ms, getpid alike;
- * 8000 (200 us) no better; none (parking at once) made getpid 16 us against 1.85. 30 us gave
- * fork 0.63 and fork+execve 2.19 against 0.65 and 2.29 for 500 loops in one run of 8. */
-static uint32_t spin_ticks;
+#define SLICE_NS       10000000ull     /* stub_wait sleeps in slices of at most this, after its spin (placement.h) */
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
 #define PR_SET_SYSCALL_USER_DISPATCH 59
@@ -83,6 +74,7 @@ struct stub {
     uint64_t trap_site, cmd_entry;      /* from READY */
     enum stub_stop stop;
     struct user_regs_struct stop_regs;  /* STOP_GUEST: the registers at the stop */
+    uint64_t placed;                    /* the placement it was last moved to (placement_stub) */
     bool handed_off;                    /* --syscalls=sud: an event taken, no resume since */
     bool held;                          /* ... and since stub_hold, stopped at its map site */
     uint64_t held_id;                   /* ... in the call of this notification */
@@ -200,7 +192,7 @@ static struct stub *start_stub(void)
         goto fail;
     s->ctl = mmap(NULL, STUB_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, ctlfd, 0);
     if (s->ctl != MAP_FAILED)
-        s->ctl->spin_ticks = spin_ticks;
+        s->ctl->spin_ticks = placement_spin_ticks();
     if (s->ctl == MAP_FAILED || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         goto fail;
     /* above the child's target descriptors, so that dup3 cannot clobber one with the other */
@@ -219,6 +211,7 @@ static struct stub *start_stub(void)
         goto fail;
     s->pid = pid;
     s->pidfd = pidfd;
+    placement_spawned(pid);
     if (clock_getcpuclockid(pid, &s->cpu_clock) != 0)
         s->cpu_clock = CLOCK_MONOTONIC;     /* not expected; then wall time counts twice */
     s->sock = sv[0];
@@ -322,7 +315,7 @@ fail:;
     return false;
 }
 
-int stubs_init(int memfd, size_t xsize, enum stub_syscalls how)
+int stubs_init(int memfd, size_t xsize, enum stub_syscalls how, enum stub_placement where)
 {
     if (xsize > STUB_FPU_MAX || xsize < 576) {
         fprintf(stderr, "ring3: stubs: an XSAVE image of %zu bytes does not fit the control area\n", xsize);
@@ -337,7 +330,7 @@ int stubs_init(int memfd, size_t xsize, enum stub_syscalls how)
     if (how == STUB_SYSEMU && trace_init() != 0)
         return -1;
     redirect = how;
-    spin_ticks = (uint32_t)(SPIN_NS * tsc_khz() / 1000000);
+    placement_init(where, tsc_khz());
     guest_memfd = memfd;
     xsave_size = xsize;
     /* vm.memfd_noexec may ask for MFD_EXEC (Linux 6.3); older kernels reject the flag */
@@ -545,7 +538,7 @@ static int take_map_call(struct stub *s, uint64_t *id)
     for (;;) {
         /* poll without sleeping first: waking this core from idle costs more than the stub's way
          * to its map site (DESIGN.md, "Isolation"); only then read the stub's CPU time, a system call */
-        bool spinning = now_ns() - start.wall < SPIN_NS;
+        bool spinning = now_ns() - start.wall < placement_spin_ns();
         if (!spinning && silent_too_long(s, start))
             return give_up(s, STUB_LOSS_SILENT), -1;
         /* A traced stub that stops on its way (a preemption) is continued at once: the stop's
@@ -660,6 +653,7 @@ int stub_hold(struct stub *s)
     uint64_t t0 = now_ns();
     c->cmd = STUB_CMD_MAP;
     c->nmap = c->nunmap = 0;
+    placement_stub(s->pid, &s->placed);
     run(c);
     int rc = take_map_call(s, &s->held_id);
     holds++;
@@ -683,6 +677,7 @@ static uint32_t load_commands(struct stub *s, const struct stub_regs *r, const v
     struct stub_ctl *c = s->ctl;
     uint32_t cmd = 0;
     c->r = *r;
+    c->spin_ticks = placement_spin_ticks();
     if (s->ntls) {
         memcpy(c->tls, s->tls, sizeof s->tls[0] * s->ntls);
         c->ntls = s->ntls;
@@ -749,6 +744,7 @@ int stub_resume(struct stub *s, const struct stub_regs *r, const void *xsave)
     if (s->dead || !s->ready)
         return -1;
     s->handed_off = false;
+    placement_stub(s->pid, &s->placed);
     if (s->held) {
         /* Stopped at its map site since stub_hold: the answer to that call is its resume. The
          * stub reads the commands again once the maps are done (stub.c run_commands). */
@@ -853,7 +849,7 @@ static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, s
         if (deadline_ns && deadline_ns < until)
             until = deadline_ns;
         struct trace_event te;
-        trace_wait(s->pid, until, first ? SPIN_NS : 0, &te);
+        trace_wait(s->pid, until, first ? placement_spin_ns() : 0, &te);
         s->stop_regs = te.regs;
         switch (te.stop) {
         case TRACE_GONE:
@@ -874,6 +870,7 @@ static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, s
         case TRACE_SYSCALL:
             if (!guest_stop_event(s, SIGSYS, (uint32_t)te.regs.orig_rax, ev, xsave))
                 break;
+            placement_handoff();
             return STUB_WAIT_EVENT;
         case TRACE_SIGNAL:
             if (te.sig == SIGTRAP && te.regs.rip == s->trap_site && te.regs.cs == HOST_CS64) {
@@ -882,6 +879,7 @@ static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, s
                     break;
                 s->stop = STOP_HANDOFF;
                 copy_event(s, ev, xsave);
+                placement_handoff();
                 return STUB_WAIT_EVENT;
             }
             /* seccomp's SIGSYS for a guest system call (%eax rolled back to the number, as
@@ -889,6 +887,7 @@ static enum stub_wait_result traced_wait(struct stub *s, uint64_t deadline_ns, s
             if ((te.sig == SIGSYS || te.sig == STUB_PREEMPT_SIG) && !is_stub_code(&te.regs)) {
                 if (!guest_stop_event(s, te.sig, (uint32_t)te.regs.rax, ev, xsave))
                     break;
+                placement_handoff();
                 return STUB_WAIT_EVENT;
             }
             /* a stub never stops; anything else its handler takes, and then hands off */
@@ -909,8 +908,8 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
         return STUB_WAIT_DIED;
     if (redirect == STUB_SYSEMU)
         return traced_wait(s, deadline_ns, ev, xsave);
-    uint64_t t0 = now_ns(), t = t0;
-    while (t - t0 < SPIN_NS) {
+    uint64_t t0 = now_ns(), t = t0, spin = placement_spin_ns();
+    while (t - t0 < spin) {
         for (int i = 0; i < 64; i++) {
             if (handed_off_event(c))
                 goto got;
@@ -960,6 +959,7 @@ enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stu
     }
     c->monitor_sleeps = 0;
 got:
+    placement_handoff();
     copy_event(s, ev, xsave);
     s->handed_off = true;
     return STUB_WAIT_EVENT;

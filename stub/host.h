@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "placement.h"
 #include "protocol.h"
 
 struct stub;
@@ -37,7 +38,7 @@ enum stub_syscalls {
  * (CPUID.(EAX=0DH,ECX=0):ECX), at most STUB_FPU_MAX; (how) the redirection.
  * Returns 0, or -1 after printing one line that says why (e.g. no seccomp
  * user notification). */
-int stubs_init(int guest_memfd, size_t xsave_size, enum stub_syscalls how);
+int stubs_init(int guest_memfd, size_t xsave_size, enum stub_syscalls how, enum stub_placement where);
 
 /* A stub ready to run guest code, with nothing in its low 4 GiB but the
  * runtime table. Taken from a pool of stubs started ahead of need; refills

@@ -344,6 +344,7 @@ def test_flag_with_argument(write):
     ("--stubs", "257", ("--stubs", "1 to 256")),
     ("--stubs", "4x", ("--stubs", "1 to 256")),
     ("--syscalls", "ptrace", ("--syscalls", "sud", "sysemu")),
+    ("--placement", "both", ("--placement", "auto", "spread", "shared")),
 ])
 def test_bad_isolation_options(write, option, value, words):
     assert_one_line_error(run(option, value, write("kernel", good_kernel())), *words)
@@ -352,6 +353,11 @@ def test_bad_isolation_options(write, option, value, words):
 def test_sysemu_needs_stub_processes(write):
     assert_one_line_error(run("--isolation", "none", "--syscalls", "sysemu", write("kernel", good_kernel())),
                           "--syscalls sysemu", "--isolation process")
+
+
+def test_placement_needs_stub_processes(write):
+    assert_one_line_error(run("--isolation", "none", "--placement", "shared", write("kernel", good_kernel())),
+                          "--placement", "--isolation process")
 
 
 def test_bad_serial(write):

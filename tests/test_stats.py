@@ -10,6 +10,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 RING3 = os.environ.get("RING3_BIN", str(ROOT / "build" / "bin" / "ring3"))
 ROW = re.compile(r"^  (\S+)\s+(.+?)\s+(\d+)(?:\s+([\d.]+)\s+([\d.]+))?\s*$")
@@ -88,6 +90,25 @@ def test_insert_kernel_counts_traps_by_entry_and_no_gate():
     assert rows[("insert", "SYSEXIT")][0] >= n, rows
     assert rows[("signal", "insert-mode instruction (SIGILL, SIGSEGV)")][0] >= 2 * n, rows
     assert not [event for kind, event in rows if kind == "gate"], rows
+
+
+def test_placement_tried_both_ways():
+    """--placement auto (the default) runs windows of hand-offs on the other placement and keeps
+    the faster (stub/placement.c); spread and shared stay where they are told."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: every placement is shared, and nothing moves")
+    counts = {}
+    for placement in ["auto", "spread", "shared"]:
+        p = subprocess.run([RING3, "run", "--stats", "--placement", placement, "--cmd", "/usr/bench/forkexec 100"],
+                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0 and "RESULT forkexec" in p.stdout, p.stdout + p.stderr
+        rows = stats_of(p.stderr)
+        counts[placement] = (rows.get(("stub", "placement tried the other way"), (0,))[0],
+                             rows.get(("stub", "placement moves (time on one core)"), (0,))[0])
+    trials, moves = counts["auto"]
+    assert trials >= 1 and moves >= trials, counts
+    assert counts["spread"] == (0, 0), counts
+    assert counts["shared"] == (0, 1), counts     # the one move to a single core, at start
 
 
 def test_no_table_without_the_option():

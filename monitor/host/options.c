@@ -29,6 +29,7 @@ enum {
     OPT_ISOLATION,
     OPT_STUBS,
     OPT_SYSCALLS,
+    OPT_PLACEMENT,
     OPT_DISK,
     OPT_NET,
     OPT_IKC,
@@ -51,6 +52,7 @@ static const struct option long_options[] = {
     { "isolation",  required_argument, NULL, OPT_ISOLATION },
     { "stubs",      required_argument, NULL, OPT_STUBS },
     { "syscalls",   required_argument, NULL, OPT_SYSCALLS },
+    { "placement",  required_argument, NULL, OPT_PLACEMENT },
     { "disk",       required_argument, NULL, OPT_DISK },
     { "net",        required_argument, NULL, OPT_NET },
     { "ikc",        required_argument, NULL, OPT_IKC },
@@ -134,6 +136,12 @@ static void usage(FILE *out)
             "                       a seccomp trap that the process hands to ring3 (sud, the\n"
             "                       default), or a ptrace stop (sysemu, the paper's\n"
             "                       PTRACE_SYSEMU; slower here, see bench/RESULTS.md)\n"
+            "  --placement auto|spread|shared\n"
+            "                       where ring3 and the stub process it runs sit: on any cores,\n"
+            "                       each spinning for the other's answer (spread); on one core,\n"
+            "                       each sleeping at once so that the other runs (shared); or\n"
+            "                       the faster of the two as measured while the guest runs\n"
+            "                       (auto, the default)\n"
             "  --disk FILE[,readonly=on][,snapshot=on]\n"
             "                       a raw disk image as a virtio disk: the first is /dev/vda,\n"
             "                       then vdb.. (up to %u); readonly=on: the guest cannot write;\n"
@@ -194,6 +202,17 @@ static int parse_either(const char *option, const char *arg, const char *off, co
     else
         return bad_input("--%s '%s' is neither '%s' nor '%s'", option, arg, off, on);
     return 0;
+}
+
+static int parse_placement(const char *arg, struct r3_options *o)
+{
+    static const char *const names[] = { [PLACE_AUTO] = "auto", [PLACE_SPREAD] = "spread", [PLACE_SHARED] = "shared" };
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(arg, names[i])) {
+            o->placement = (enum stub_placement)i;
+            return 0;
+        }
+    return bad_input("--placement '%s' is none of 'auto', 'spread' and 'shared'", arg);
 }
 
 static int parse_stubs(const char *arg, struct r3_options *o)
@@ -423,6 +442,7 @@ int options_parse(int argc, char **argv, struct r3_options *o)
         case OPT_ISOLATION: err = parse_either("isolation", optarg, "process", "none", &o->isolation_none); break;
         case OPT_STUBS: err = parse_stubs(optarg, o); break;
         case OPT_SYSCALLS: err = parse_either("syscalls", optarg, "sud", "sysemu", &o->sysemu); break;
+        case OPT_PLACEMENT: err = parse_placement(optarg, o); break;
         case OPT_DISK: err = parse_disk(optarg, o); break;
         case OPT_NET: err = parse_net(optarg, o); break;
         case OPT_IKC:
@@ -455,6 +475,9 @@ int options_parse(int argc, char **argv, struct r3_options *o)
     if (o->sysemu && o->isolation_none)
         return bad_input("--syscalls sysemu redirects the system calls of stub processes; "
                          "it needs --isolation process, not none");
+    if (o->placement != PLACE_AUTO && o->isolation_none)
+        return bad_input("--placement places the stub processes of --isolation process; "
+                         "with --isolation none there are none");
     if (o->net_none && o->nnets)
         return bad_input("--net none and another --net: give one or the other");
     bool served = o->nexports > 0;

@@ -7,6 +7,7 @@
 
 #include "block/image.h"
 #include "net/backend.h"
+#include "stub/placement.h"
 
 #define OPTIONS_DEFAULT_MEM (256ull << 20)
 #define OPTIONS_DEFAULT_STUBS 16
@@ -36,6 +37,7 @@ struct r3_options {
     bool isolation_none;        /* --isolation none: guest processes run in this process */
     unsigned stubs;             /* --stubs: address spaces that keep a stub */
     bool sysemu;                /* --syscalls sysemu: a stub's system calls stop it in ptrace */
+    enum stub_placement placement;  /* --placement: where ring3 and the stub it runs sit */
     struct disk_spec disks[OPTIONS_MAX_DISKS];  /* --disk, in order: vda, vdb, ... */
     unsigned ndisks;
     struct disk_spec exports[OPTIONS_MAX_DISKS];    /* --disk FILE,export=NAME */

@@ -244,7 +244,7 @@ int run_main(int argc, char **argv)
     v->fpu_image = runtime_xsave(&xsave_size);
     mmu_init(v);
     v->isolation = o.isolation_none ? ISOLATION_NONE : ISOLATION_PROCESS;
-    if (v->isolation == ISOLATION_PROCESS && aspace_init(v, o.stubs, o.sysemu ? STUB_SYSEMU : STUB_SUD))
+    if (v->isolation == ISOLATION_PROCESS && aspace_init(v, o.stubs, o.sysemu ? STUB_SYSEMU : STUB_SUD, o.placement))
         return EXIT_HOST;
     start_state(v, &bs);
     if (signals_init(v) || events_init(v)) {

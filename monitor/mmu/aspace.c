@@ -76,11 +76,11 @@ static unsigned nspaces, max_spaces;
 static uint64_t run_clock;
 static bool running_user;
 
-int aspace_init(struct vcpu *v, unsigned max, enum stub_syscalls how)
+int aspace_init(struct vcpu *v, unsigned max, enum stub_syscalls how, enum stub_placement where)
 {
     size_t xsave_size;
     runtime_xsave(&xsave_size);
-    if (stubs_init(v->gm->fd, xsave_size, how))
+    if (stubs_init(v->gm->fd, xsave_size, how, where))
         return -1;
     spaces = calloc(max, sizeof *spaces);
     if (!spaces) {

@@ -26,7 +26,7 @@ struct host_fault {
 /* Once, before guest code runs: start the stub machinery with room for
  * (max) address spaces, system calls redirected (how). Returns 0, or -1
  * after printing why. */
-int aspace_init(struct vcpu *v, unsigned max, enum stub_syscalls how);
+int aspace_init(struct vcpu *v, unsigned max, enum stub_syscalls how, enum stub_placement where);
 
 /* The address space of CR3 now, with a stub, its TLB checked against the
  * page tables if a CR3 write or flush came since it last ran. Never NULL:

@@ -658,6 +658,8 @@ int main(int argc, char **argv)
     const char *path = argc > 1 ? argv[1] : "/tmp/ring3-stub-test-file";
     /* the second argument: how system calls leave the stub (host.h), sud or sysemu */
     how = argc > 2 && !strcmp(argv[2], "sysemu") ? STUB_SYSEMU : STUB_SUD;
+    /* the third: where the stubs sit (placement.h), spread (the default here) or shared */
+    enum stub_placement where = argc > 3 && !strcmp(argv[3], "shared") ? PLACE_SHARED : PLACE_SPREAD;
     setvbuf(stdout, NULL, _IOLBF, 0);
     unsigned a, b, c, d;
     __cpuid_count(0xD, 0, a, b, c, d);
@@ -673,7 +675,7 @@ int main(int argc, char **argv)
     fclose(g);
     poke(0, bin, n);
     memcpy(sym, bin, sizeof sym);
-    if (stubs_init(mem, xsave_size, how) < 0)
+    if (stubs_init(mem, xsave_size, how, where) < 0)
         return 1;
 
     struct stub *s = new_stub();
