@@ -174,6 +174,7 @@ ENVS = {
     "ring3": ("ring3", run_ring3(), None),
     "ring3_none": ("ring3 isolation=none", run_ring3("--isolation", "none"), None),
     "ring3_sysemu": ("ring3 syscalls=sysemu", run_ring3("--syscalls", "sysemu"), None),
+    "ring3_spread": ("ring3 placement=spread", run_ring3("--placement", "spread"), None),
     "qemu_tcg": ("QEMU TCG", run_qemu("tcg"), lambda: qemu_missing("tcg")),
     "qemu_kvm": ("QEMU KVM", run_qemu("kvm"), lambda: qemu_missing("kvm")),
     "uml": ("User Mode Linux", None, lambda: "the benchmark's UML is an x86-64 kernel "

@@ -5,7 +5,7 @@
  * inter-processor interrupt, and in a virtual machine the vCPU it lands on may be halted.
  * Measured on a 2-core AMD EPYC VM (family 25, haltpoll with no guest polling):
  *   - an event and its answer while both spin, on two cores: 0.3 us each way;
- *   - a futex round trip between two processes pinned to one core: about 8 us;
+ *   - SECCOMP_IOCTL_NOTIF_SEND to a stub asleep on the other core: 7 us in the ioctl alone;
  *   - a seccomp notification answered with SECCOMP_IOCTL_NOTIF_ADDFD (each map hand-off, and
  *     each resume of a parked stub): 18-25 us across cores, against 6 us on one core, since
  *     the answer waits for the stub to install the descriptor, two wake-ups in all.
@@ -15,14 +15,18 @@
  * its place (PLACE_SHARED: fork 0.51 ms against 0.82, fork+execve 1.95 against 2.5). Neither
  * constant holds on every host, nor every guest for all of its run.
  *
- * PLACE_AUTO measures. Hand-offs are counted in windows of WINDOW_EVENTS (or WINDOW_MAX_NS,
- * whichever ends first; a window with fewer than QUIET_EVENTS, a guest that mostly computes,
- * teaches nothing). A window's cost is its wall time per hand-off. Every so many windows
+ * PLACE_AUTO measures. Hand-offs are counted in windows of at least WINDOW_NS and
+ * QUIET_EVENTS hand-offs (one that reaches WINDOW_MAX_NS with fewer, a guest that mostly
+ * computes, teaches nothing). A window's cost is its wall time per hand-off. Every so many windows
  * (the interval), one window runs in the other placement; it is kept when it cost at least
- * MARGIN_PCT less than the recent windows, and left otherwise, the interval then doubling up
+ * MARGIN_PCT less than the cheapest of the last RECENT windows, and left otherwise, the interval then doubling up
  * to MAX_INTERVAL, so that a placement that keeps losing is tried ever more rarely (gVisor's
- * systrap turns its spinning on and off in the same way, by measured latency). Only the
- * monitor's own thread and the stubs are moved; ring3's other threads keep their CPUs.
+ * systrap turns its spinning on and off in the same way, by measured latency). A trial that
+ * costs twice the recent windows ends after QUIET_EVENTS. A window that costs twice the recent
+ * ones, or half, says the guest's work changed: the interval starts over. Windows of a fixed
+ * count of hand-offs (256) were tried first: of a guest making system calls, 0.5 ms each,
+ * whose noise alone restarted the interval, and getpid took 2.4 us against 1.8 spread. Only the monitor's own thread and the stubs are moved (a new stub starts up
+ * on any CPU); ring3's other threads keep theirs.
  */
 #include <sched.h>
 #include <stdbool.h>
@@ -30,11 +34,20 @@
 
 #include "placement.h"
 
-#define SPREAD_SPIN_NS 30000ull     /* both sides' spin in PLACE_SPREAD (stub/host.c: SPIN_NS before) */
-#define WINDOW_EVENTS  256u
+/* Both sides' spin in PLACE_SPREAD: the monitor's for a stub's event, a stub's for the
+ * monitor's answer before it parks (protocol.h), counted in TSC ticks, not pause loops: a
+ * pause takes about 10 cycles on older Intel cores and 140 from Skylake (Intel's optimization
+ * manual), 64 here. In pause loops of 25 ns (AMD EPYC, family 25), medians of 3 to 8 runs: 500
+ * loops (12 us) and 2000 (49 us) gave fork 0.65-0.83 and 0.62-0.68 ms, fork+execve 2.3-2.75
+ * and 2.16-2.59 ms, getpid alike; 8000 (200 us) no better; none (parking at once, on any
+ * cores) made getpid 16 us against 1.85. 30 us gave fork 0.63 and fork+execve 2.19 against
+ * 0.65 and 2.29 for 500 loops in one run of 8. */
+#define SPREAD_SPIN_NS 30000ull
+#define WINDOW_NS      5000000ull
 #define WINDOW_MAX_NS  50000000ull
 #define QUIET_EVENTS   32u
 #define MARGIN_PCT     10u
+#define RECENT         4u
 #define FIRST_INTERVAL 4u
 #define MAX_INTERVAL   256u
 
@@ -50,6 +63,8 @@ static struct {
     unsigned window_events;
     bool trial;                     /* the open window runs in the other placement */
     uint64_t cost;                  /* ticks per hand-off in the placement kept, recent windows */
+    uint64_t recent[RECENT];        /* the last windows' costs there, for best() */
+    unsigned nrecent;
     unsigned interval, until_trial;
     struct placement_stats st;
     uint64_t shared_since;          /* TSC, while PLACE_SHARED */
@@ -126,15 +141,27 @@ static enum stub_placement other(void)
     return p.now == PLACE_SHARED ? PLACE_SPREAD : PLACE_SHARED;
 }
 
+/* The cheapest of the last windows in the placement kept: what a trial must beat. The
+ * cheapest, not their mean, so that a window some other load on the host made dear does not
+ * hand the trial a win it would not have. */
+static uint64_t best(void)
+{
+    uint64_t b = UINT64_MAX;
+    for (unsigned i = 0; i < p.nrecent && i < RECENT; i++)
+        b = p.recent[i] < b ? p.recent[i] : b;
+    return b;
+}
+
 /* A window ended with (cost) ticks a hand-off: keep or leave a trial, or open one when due. */
 static void window_done(uint64_t cost)
 {
     if (p.trial) {
         p.trial = false;
         p.st.trials++;
-        if (cost * 100 < p.cost * (100 - MARGIN_PCT)) {
+        if (cost * 100 < best() * (100 - MARGIN_PCT)) {
             p.st.won++;
-            p.cost = cost;
+            p.cost = p.recent[0] = cost;
+            p.nrecent = 1;
             p.interval = FIRST_INTERVAL;
         } else {
             move_to(other());
@@ -143,14 +170,16 @@ static void window_done(uint64_t cost)
         p.until_trial = p.interval;
         return;
     }
-    if (p.cost && (2 * cost > 3 * p.cost || 3 * cost < 2 * p.cost)) {
+    if (p.cost && (cost > 2 * p.cost || 2 * cost < p.cost)) {
         /* the guest's work changed: what lost before may win now */
         p.cost = cost;
+        p.nrecent = 0;
         p.interval = FIRST_INTERVAL;
         if (p.until_trial > FIRST_INTERVAL)
             p.until_trial = FIRST_INTERVAL;
     }
     p.cost = p.cost ? (3 * p.cost + cost) / 4 : cost;
+    p.recent[p.nrecent++ % RECENT] = cost;
     if (--p.until_trial == 0) {
         p.trial = true;
         move_to(other());
@@ -168,15 +197,16 @@ void placement_handoff(void)
         return;
     }
     uint64_t elapsed = t - p.window_start;
-    ++p.window_events;
+    unsigned n = ++p.window_events;
+    bool enough = n >= QUIET_EVENTS;
     /* a trial that costs twice what it is to beat has lost: no need to pay for a whole window */
-    bool lost = p.trial && p.window_events >= QUIET_EVENTS && elapsed / p.window_events > 2 * p.cost;
-    if (!lost && p.window_events < WINDOW_EVENTS && elapsed < WINDOW_MAX_NS / 1000000 * p.ticks_per_ms)
+    bool lost = p.trial && enough && elapsed / n > 2 * best();
+    if (!lost && !(enough && elapsed >= WINDOW_NS / 1000000 * p.ticks_per_ms) &&
+        elapsed < WINDOW_MAX_NS / 1000000 * p.ticks_per_ms)
         return;
-    unsigned n = p.window_events;
     p.window_start = t;
     p.window_events = 0;
-    if (n >= QUIET_EVENTS)
+    if (enough)
         window_done(elapsed / n);
 }
 
