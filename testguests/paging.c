@@ -60,6 +60,41 @@ static void test_aliases(void)
     kprintf("cr3 reload: 0x40001000 now reads 0x%08x\n", peek(VA_Y + 4));
 }
 
+/* Which page the 6 bytes of sidt at (off) in VA_Y reached: A, B, both or neither. */
+static const char *sidt_landed(uint32_t off, uint32_t base)
+{
+    int a = *(volatile uint32_t *)(pa_a + off + 2) == base;
+    int b = *(volatile uint32_t *)(pa_b + off + 2) == base;
+    return a && b ? "both" : a ? "A" : b ? "B" : "neither";
+}
+
+/* The emulator's own reads and writes of guest memory (sidt and lidt are rewritten, so under
+ * ring3 the monitor makes their accesses) follow invlpg and a cr3 reload as the CPU's do (SDM
+ * 4.10.4.1), and set the accessed flag, then the dirty flag at the first write, even where a
+ * read reached the page before (4.8). */
+static void test_emulated_accesses(void)
+{
+    struct { uint16_t limit; uint32_t base; } __attribute__((packed)) idt;
+    __asm__ __volatile__("sidt %0" : "=m"(idt));
+    __asm__ __volatile__("sidt 0x40001040" : : : "memory");
+    *pte_of(pd, VA_Y) = pa_b | PTE_W | PTE_P;
+    invlpg(VA_Y);
+    __asm__ __volatile__("sidt 0x40001050" : : : "memory");
+    *pte_of(pd, VA_Y) = pa_a | PTE_W | PTE_P;
+    lcr3(rcr3());
+    __asm__ __volatile__("sidt 0x40001060" : : : "memory");
+    kprintf("sidt at 0x40001040 reached %s; after invlpg to page B, %s; after cr3 reload to A, %s\n",
+            sidt_landed(0x40, idt.base), sidt_landed(0x50, idt.base), sidt_landed(0x60, idt.base));
+    *pte_of(pd, VA_Y) = pa_a | PTE_W | PTE_P;
+    invlpg(VA_Y);
+    uint32_t clean = *pte_of(pd, VA_Y) & (PTE_A | PTE_D);
+    __asm__ __volatile__("lidt 0x40001040" : : : "memory");
+    uint32_t read = *pte_of(pd, VA_Y) & (PTE_A | PTE_D);
+    __asm__ __volatile__("sidt 0x40001070" : : : "memory");
+    uint32_t written = *pte_of(pd, VA_Y) & (PTE_A | PTE_D);
+    kprintf("VA_Y's A and D: 0x%02x, after lidt 0x%02x, after sidt 0x%02x\n", clean, read, written);
+}
+
 /* SDM 4.10.2.4: invlpg drops a global translation too; clearing CR4.PGE drops them all. */
 static void test_global(void)
 {
@@ -134,6 +169,7 @@ int guest_main(void)
 
     test_big_pages();
     test_aliases();
+    test_emulated_accesses();
     test_global();
     test_fault_codes();
     test_restart();

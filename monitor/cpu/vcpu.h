@@ -119,6 +119,13 @@ struct vcpu {
     enum isolation isolation;
     struct aspace *as;              /* the stub user code of this CR3 last ran in; NULL after a CR3 write */
     uint64_t tlb_epoch;             /* counts CR3 writes and flushes: a stub's TLB older than this is checked */
+    /* The translations of the monitor's own reads and writes of guest memory, as a CPU's TLB
+     * keeps them (monitor/mmu/paging.c); an entry of an older walk_epoch is gone. */
+    struct walk_cache {
+        uint64_t epoch, frame;      /* frame: the page's physical address */
+        uint32_t page, rights;      /* page: linear >> 12; rights: PG_US, PG_RW, PG_D as walked */
+    } walk_cache[64];
+    uint64_t walk_epoch;            /* counts CR3 writes, flushes and invlpg; from 1 */
     uint32_t iopl;                  /* virtual EFLAGS.IOPL bits */
     uint32_t sysenter_cs, sysenter_esp, sysenter_eip;
     uint64_t msr_misc[4];           /* PAT, MISC_ENABLE, APIC_BASE, TSC_AUX */

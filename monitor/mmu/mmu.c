@@ -294,6 +294,7 @@ static void forget_page(struct tlb *t, uint32_t page)
 void mmu_flush_page(struct vcpu *v, uint32_t linear)
 {
     uint32_t page = linear >> 12;
+    v->walk_epoch++;                    /* every entry: one may be a 4 KiB piece of a large page */
     /* invlpg drops the translation of the page holding (linear), all 4 MiB
      * of it when that page is large (SDM vol. 3, INVLPG and 4.10.4.1). */
     if (bit(own.large, linear >> 22)) {
@@ -427,6 +428,7 @@ void mmu_flush(struct vcpu *v, bool keep_global)
     unmap_where(v, &own, keep_global ? DROP_NOT_GLOBAL : DROP_ALL);
     v->user_unlimited = false;
     v->tlb_epoch++;
+    v->walk_epoch++;
     TRACE(v, "flush%s", keep_global ? " (global pages kept)" : "");
 }
 
@@ -436,6 +438,7 @@ void mmu_new_cr3(struct vcpu *v)
     unmap_where(v, &own, DROP_STALE);
     v->user_unlimited = false;
     v->tlb_epoch++;
+    v->walk_epoch++;
     v->as = NULL;
     TRACE(v, "cr3 %08x: stale mappings dropped", v->cr3);
 }
@@ -515,6 +518,6 @@ void mmu_tlb_forget(struct tlb *t)
 
 void mmu_init(struct vcpu *v)
 {
-    (void)v;
+    v->walk_epoch = 1;                  /* above every zeroed entry's */
     mmu_tlb_forget(&own);
 }

@@ -146,16 +146,55 @@ static _Noreturn void page_fault(struct vcpu *v, uint32_t linear, int err)
     vcpu_raise(v, VEC_PF, err & 0xFFFF);
 }
 
+/* The monitor's translation cache (vcpu.h walk_cache), as a TLB (SDM vol. 3, 4.10.2): filled
+ * by a walk that set the accessed flag, kept until a CR3 write, a flush or an invlpg (mmu.c
+ * bumps walk_epoch), without a look at the tables in between, which a guest must invalidate
+ * after it changes them (4.10.4). An entry serves only an access its rights allow, and a write
+ * only once the dirty flag is set (4.8); anything else walks again, and that walk raises the
+ * fault, if any. A CPU may fault on a stale entry instead (a "spurious" fault, 4.10.4.3); this
+ * never does. */
+#define WALK_CACHE (sizeof ((struct vcpu *)0)->walk_cache / sizeof ((struct vcpu *)0)->walk_cache[0])
+
+static bool cached(const struct vcpu *v, uint32_t linear, bool write, bool user, uint64_t *phys)
+{
+    const struct walk_cache *e = &v->walk_cache[(linear >> 12) % WALK_CACHE];
+    if (e->epoch != v->walk_epoch || e->page != linear >> 12)
+        return false;
+    if (user && !(e->rights & PG_US))
+        return false;
+    if (write && (!(e->rights & PG_D) || (!(e->rights & PG_RW) && (user || (v->cr0 & CR0_WP)))))
+        return false;
+    *phys = e->frame | (linear & 0xFFF);
+    return true;
+}
+
+static void remember(struct vcpu *v, uint32_t linear, const struct walk *w)
+{
+    if (!(v->cr0 & CR0_PG))
+        return;
+    struct walk_cache *e = &v->walk_cache[(linear >> 12) % WALK_CACHE];
+    /* both levels' rights (4.6.1); the dirty flag is the last level's (pte == pde when large) */
+    e->rights = (uint32_t)(w->pde & w->pte & (PG_US | PG_RW)) | (uint32_t)(w->pte & PG_D);
+    e->frame = w->phys & ~0xFFFull;
+    e->page = linear >> 12;
+    e->epoch = v->walk_epoch;
+}
+
 /* Copies (len) bytes within one page between (buf) and guest linear memory. */
 static void access_page(struct vcpu *v, uint32_t linear, void *buf, uint32_t len, bool write,
                         bool supervisor)
 {
-    struct walk w;
     bool user = v->cpl == 3 && !supervisor;
-    int err = paging_walk(v, linear, write ? MMU_WRITE : MMU_READ, user, true, &w);
-    if (err)
-        page_fault(v, linear, err);
-    uint8_t *p = guestmem_ptr(v->gm, w.phys, len);
+    uint64_t phys;
+    if (!cached(v, linear, write, user, &phys)) {
+        struct walk w;
+        int err = paging_walk(v, linear, write ? MMU_WRITE : MMU_READ, user, true, &w);
+        if (err)
+            page_fault(v, linear, err);
+        remember(v, linear, &w);
+        phys = w.phys;
+    }
+    uint8_t *p = guestmem_ptr(v->gm, phys, len);
     if (!p) {
         /* No memory there: reads float high, writes go nowhere, as on a PC bus. */
         if (!write)
