@@ -17,16 +17,23 @@
  *
  * PLACE_AUTO measures. Hand-offs are counted in windows of at least WINDOW_NS and
  * QUIET_EVENTS hand-offs (one that reaches WINDOW_MAX_NS with fewer, a guest that mostly
- * computes, teaches nothing). A window's cost is its wall time per hand-off. Every so many windows
- * (the interval), one window runs in the other placement; it is kept when it cost at least
- * MARGIN_PCT less than the cheapest of the last RECENT windows, and left otherwise, the interval then doubling up
- * to MAX_INTERVAL, so that a placement that keeps losing is tried ever more rarely (gVisor's
- * systrap turns its spinning on and off in the same way, by measured latency). A trial that
- * costs twice the recent windows ends after QUIET_EVENTS. A window that costs twice the recent
- * ones, or half, says the guest's work changed: the interval starts over. Windows of a fixed
- * count of hand-offs (256) were tried first: of a guest making system calls, 0.5 ms each,
- * whose noise alone restarted the interval, and getpid took 2.4 us against 1.8 spread. Only the monitor's own thread and the stubs are moved (a new stub starts up
- * on any CPU); ring3's other threads keep theirs.
+ * computes, teaches nothing). A window's cost is its wall time per hand-off.
+ *   - Every so many windows (the interval), one window runs in the other placement. It is
+ *     kept when it cost at least MARGIN_PCT less than the cheapest of the last RECENT windows,
+ *     and left otherwise, the interval then doubling up to MAX_INTERVAL: a placement that
+ *     keeps losing is tried ever more rarely (gVisor's systrap turns its spinning on and off
+ *     in the same way, by measured latency).
+ *   - A trial that costs twice the recent windows ends after QUIET_EVENTS.
+ *   - A window that costs half again as much as the recent ones, or a third less, says the
+ *     guest's work changed: the next window is a trial, and the interval starts over.
+ *   - The first SETTLE_EVENTS hand-offs after a move count in no window: they carry the move
+ *     itself (a stub woken on a core that had gone idle). Counted, they made trials of spread
+ *     lose to shared on a guest of int $0x80 calls, which take 9 us spread and 16 shared.
+ *   - Windows of a fixed count of hand-offs (256) were tried first: of a guest making system
+ *     calls they lasted 0.5 ms, and their noise alone kept restarting the interval (getpid
+ *     2.4 us against 1.8 spread, in one run of Table 1).
+ * Only the monitor's own thread and the stubs are moved (a new stub starts up on any CPU);
+ * ring3's other threads, if any, keep theirs.
  */
 #include <sched.h>
 #include <stdbool.h>
@@ -46,9 +53,10 @@
 #define WINDOW_NS      5000000ull
 #define WINDOW_MAX_NS  50000000ull
 #define QUIET_EVENTS   32u
+#define SETTLE_EVENTS  16u
 #define MARGIN_PCT     10u
 #define RECENT         4u
-#define FIRST_INTERVAL 4u
+#define FIRST_INTERVAL 2u
 #define MAX_INTERVAL   256u
 
 static struct {
@@ -61,6 +69,7 @@ static struct {
     /* PLACE_AUTO */
     uint64_t window_start;          /* TSC; 0: none open */
     unsigned window_events;
+    unsigned settle;                /* hand-offs left to pass before the next window opens */
     bool trial;                     /* the open window runs in the other placement */
     uint64_t cost;                  /* ticks per hand-off in the placement kept, recent windows */
     uint64_t recent[RECENT];        /* the last windows' costs there, for best() */
@@ -70,11 +79,17 @@ static struct {
     uint64_t shared_since;          /* TSC, while PLACE_SHARED */
 } p;
 
+/* Nanoseconds in (ticks) of the TSC, without overflow for any run's length. */
+static uint64_t ns_of(uint64_t ticks)
+{
+    return ticks / p.ticks_per_ms * 1000000 + ticks % p.ticks_per_ms * 1000000 / p.ticks_per_ms;
+}
+
 static void move_to(enum stub_placement to)
 {
     uint64_t t = __rdtsc();
     if (p.now == PLACE_SHARED)
-        p.st.shared_ns += (t - p.shared_since) * 1000000 / p.ticks_per_ms;
+        p.st.shared_ns += ns_of(t - p.shared_since);
     if (to == PLACE_SHARED) {
         int cpu = sched_getcpu();
         CPU_ZERO(&p.one);
@@ -84,6 +99,8 @@ static void move_to(enum stub_placement to)
     p.now = to;
     p.gen++;
     p.st.switches++;
+    p.window_start = 0;
+    p.settle = SETTLE_EVENTS;
     /* The monitor's thread only (pid 0 is the caller); a failure leaves it where it was,
      * which costs speed, not correctness. */
     sched_setaffinity(0, sizeof(cpu_set_t), to == PLACE_SHARED ? &p.one : &p.all);
@@ -170,13 +187,12 @@ static void window_done(uint64_t cost)
         p.until_trial = p.interval;
         return;
     }
-    if (p.cost && (cost > 2 * p.cost || 2 * cost < p.cost)) {
-        /* the guest's work changed: what lost before may win now */
+    if (p.cost && (2 * cost > 3 * p.cost || 3 * cost < 2 * p.cost)) {
+        /* the guest's work changed: what lost before may win now, so try it next */
         p.cost = cost;
         p.nrecent = 0;
         p.interval = FIRST_INTERVAL;
-        if (p.until_trial > FIRST_INTERVAL)
-            p.until_trial = FIRST_INTERVAL;
+        p.until_trial = 1;
     }
     p.cost = p.cost ? (3 * p.cost + cost) / 4 : cost;
     p.recent[p.nrecent++ % RECENT] = cost;
@@ -191,6 +207,10 @@ void placement_handoff(void)
     if (p.fixed != PLACE_AUTO)
         return;
     uint64_t t = __rdtsc();
+    if (p.settle) {
+        p.settle--;
+        return;
+    }
     if (!p.window_start) {
         p.window_start = t;
         p.window_events = 0;
@@ -214,5 +234,5 @@ void placement_stats(struct placement_stats *st)
 {
     *st = p.st;
     if (p.now == PLACE_SHARED)
-        st->shared_ns += (__rdtsc() - p.shared_since) * 1000000 / p.ticks_per_ms;
+        st->shared_ns += ns_of(__rdtsc() - p.shared_since);
 }
