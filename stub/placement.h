@@ -33,7 +33,7 @@ void placement_spawned(pid_t pid);
 /* One event of a stub taken (a hand-off round trip ended): the measurement. */
 void placement_handoff(void);
 
-/* For --stats: trials of the other placement, those won, and the time spent on one core. */
+/* For --stats: trials of the other placement, those kept, the moves, and the time on one core. */
 struct placement_stats {
     uint64_t trials, won, switches, shared_ns;
 };
