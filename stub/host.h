@@ -36,8 +36,9 @@ enum stub_syscalls {
 /* Once, before the first stub: (guest_memfd) is guest physical memory, which
  * a stub maps from; (xsave_size) the size of the XSAVE images exchanged
  * (CPUID.(EAX=0DH,ECX=0):ECX), at most STUB_FPU_MAX; (how) the redirection;
- * (where) the placement of the monitor and the stubs (placement.h). Returns 0, or -1 after printing one line that says why (e.g. no seccomp
- * user notification). */
+ * (where) the placement of the monitor and the stubs (placement.h). Returns
+ * 0, or -1 after printing one line that says why (e.g. no seccomp user
+ * notification). */
 int stubs_init(int guest_memfd, size_t xsave_size, enum stub_syscalls how, enum stub_placement where);
 
 /* A stub ready to run guest code, with nothing in its low 4 GiB but the

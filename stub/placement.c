@@ -64,8 +64,8 @@ static struct {
     enum stub_placement now;        /* PLACE_SPREAD or PLACE_SHARED */
     uint64_t gen;                   /* counts the moves, for placement_stub */
     cpu_set_t all, one;             /* the CPUs this process was given; the one PLACE_SHARED uses */
-    uint32_t spread_ticks;
-    uint64_t ticks_per_ms;
+    uint32_t spread_ticks;          /* SPREAD_SPIN_NS, WINDOW_NS and WINDOW_MAX_NS in TSC ticks */
+    uint64_t window_ticks, window_max_ticks;
     /* PLACE_AUTO */
     uint64_t window_start;          /* TSC; 0: none open */
     unsigned window_events;
@@ -79,17 +79,11 @@ static struct {
     uint64_t shared_since;          /* TSC, while PLACE_SHARED */
 } p;
 
-/* Nanoseconds in (ticks) of the TSC, without overflow for any run's length. */
-static uint64_t ns_of(uint64_t ticks)
-{
-    return ticks / p.ticks_per_ms * 1000000 + ticks % p.ticks_per_ms * 1000000 / p.ticks_per_ms;
-}
-
 static void move_to(enum stub_placement to)
 {
     uint64_t t = __rdtsc();
     if (p.now == PLACE_SHARED)
-        p.st.shared_ns += ns_of(t - p.shared_since);
+        p.st.shared_ticks += t - p.shared_since;
     if (to == PLACE_SHARED) {
         int cpu = sched_getcpu();
         CPU_ZERO(&p.one);
@@ -108,8 +102,10 @@ static void move_to(enum stub_placement to)
 
 void placement_init(enum stub_placement how, uint32_t tsc_khz)
 {
-    p.ticks_per_ms = tsc_khz ? tsc_khz : 1000000;
-    p.spread_ticks = (uint32_t)(SPREAD_SPIN_NS * p.ticks_per_ms / 1000000);
+    uint64_t ticks_per_ms = tsc_khz ? tsc_khz : 1000000;
+    p.spread_ticks = (uint32_t)(SPREAD_SPIN_NS * ticks_per_ms / 1000000);
+    p.window_ticks = WINDOW_NS / 1000000 * ticks_per_ms;
+    p.window_max_ticks = WINDOW_MAX_NS / 1000000 * ticks_per_ms;
     p.now = PLACE_SPREAD;
     p.gen = 1;
     p.interval = p.until_trial = FIRST_INTERVAL;
@@ -221,8 +217,7 @@ void placement_handoff(void)
     bool enough = n >= QUIET_EVENTS;
     /* a trial that costs twice what it is to beat has lost: no need to pay for a whole window */
     bool lost = p.trial && enough && elapsed / n > 2 * best();
-    if (!lost && !(enough && elapsed >= WINDOW_NS / 1000000 * p.ticks_per_ms) &&
-        elapsed < WINDOW_MAX_NS / 1000000 * p.ticks_per_ms)
+    if (!lost && !(enough && elapsed >= p.window_ticks) && elapsed < p.window_max_ticks)
         return;
     p.window_start = t;
     p.window_events = 0;
@@ -234,5 +229,5 @@ void placement_stats(struct placement_stats *st)
 {
     *st = p.st;
     if (p.now == PLACE_SHARED)
-        st->shared_ns += ns_of(__rdtsc() - p.shared_since);
+        st->shared_ticks += __rdtsc() - p.shared_since;
 }

@@ -35,7 +35,7 @@ void placement_handoff(void);
 
 /* For --stats: trials of the other placement, those kept, the moves, and the time on one core. */
 struct placement_stats {
-    uint64_t trials, won, switches, shared_ns;
+    uint64_t trials, won, switches, shared_ticks;   /* shared_ticks: of the TSC */
 };
 void placement_stats(struct placement_stats *st);
 

@@ -62,6 +62,8 @@ enum isolation {
 #define CR4_PGE 0x00000080u
 #define CR4_OSXSAVE 0x00040000u
 
+#define WALK_CACHE_ENTRIES 64     /* the monitor's own translations (walk_cache below) */
+
 /* IA32_EFER (SDM vol. 4, 2.1): only NXE, which PAE paging's execute-disable bit needs. */
 #define EFER_NXE     0x00000800u
 
@@ -124,7 +126,7 @@ struct vcpu {
     struct walk_cache {
         uint64_t epoch, frame;      /* frame: the page's physical address */
         uint32_t page, rights;      /* page: linear >> 12; rights: PG_US, PG_RW, PG_D as walked */
-    } walk_cache[64];
+    } walk_cache[WALK_CACHE_ENTRIES];
     uint64_t walk_epoch;            /* counts CR3 writes, flushes and invlpg; from 1 */
     uint32_t iopl;                  /* virtual EFLAGS.IOPL bits */
     uint32_t sysenter_cs, sysenter_esp, sysenter_eip;

@@ -118,8 +118,7 @@ void stats_report(FILE *f, double seconds_in_all)
     placement_stats(&pl);
     row(f, "stub", "placement tried the other way", pl.trials, NULL);
     row(f, "stub", "... and kept it", pl.won, NULL);
-    uint64_t shared_ticks = (uint64_t)(pl.shared_ns / ns_per_tick);
-    row(f, "stub", "placement moves (time on one core)", pl.switches, &shared_ticks);
+    row(f, "stub", "placement moves (time on one core)", pl.switches, &pl.shared_ticks);
     for (unsigned i = 0; i < STUB_LOSS_KINDS; i++) {
         for (unsigned sig = 0; sig < NSIG; sig++) {
             snprintf(name, sizeof name, "stub lost: %s, signal %u", stub_loss_name(i), sig);

@@ -153,11 +153,9 @@ static _Noreturn void page_fault(struct vcpu *v, uint32_t linear, int err)
  * only once the dirty flag is set (4.8); anything else walks again, and that walk raises the
  * fault, if any. A CPU may fault on a stale entry instead (a "spurious" fault, 4.10.4.3); this
  * never does. */
-#define WALK_CACHE (sizeof ((struct vcpu *)0)->walk_cache / sizeof ((struct vcpu *)0)->walk_cache[0])
-
 static bool cached(const struct vcpu *v, uint32_t linear, bool write, bool user, uint64_t *phys)
 {
-    const struct walk_cache *e = &v->walk_cache[(linear >> 12) % WALK_CACHE];
+    const struct walk_cache *e = &v->walk_cache[(linear >> 12) % WALK_CACHE_ENTRIES];
     if (e->epoch != v->walk_epoch || e->page != linear >> 12)
         return false;
     if (user && !(e->rights & PG_US))
@@ -172,7 +170,7 @@ static void remember(struct vcpu *v, uint32_t linear, const struct walk *w)
 {
     if (!(v->cr0 & CR0_PG))
         return;
-    struct walk_cache *e = &v->walk_cache[(linear >> 12) % WALK_CACHE];
+    struct walk_cache *e = &v->walk_cache[(linear >> 12) % WALK_CACHE_ENTRIES];
     /* both levels' rights (4.6.1); the dirty flag is the last level's (pte == pde when large) */
     e->rights = (uint32_t)(w->pde & w->pte & (PG_US | PG_RW)) | (uint32_t)(w->pte & PG_D);
     e->frame = w->phys & ~0xFFFull;
