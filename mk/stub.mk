@@ -37,9 +37,9 @@ $(B)/tests/stub/guest.bin: $(B)/tests/stub/guest.o
 	objcopy -O binary -j .text $(@:.bin=.elf) $@
 
 $(B)/tests/stub/test_stub: tests/stub/test_stub.c tests/stub/guest.h stub/host.c stub/host.h stub/placement.c stub/placement.h stub/trace.c stub/trace.h $(STUB_HDRS) \
-                           lib/tsc.c lib/tsc.h $(OBJ)/stub/blob.S.o $(B)/tests/stub/guest.bin $(SAN_STAMP)
+                           lib/tsc.c lib/tsc.h x86/xstate.c x86/xstate.h $(OBJ)/stub/blob.S.o $(B)/tests/stub/guest.bin $(SAN_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Istub -Itests/stub -DGUEST_BIN='"$(B)/tests/stub/guest.bin"' -o $@ \
-	    tests/stub/test_stub.c stub/host.c stub/placement.c stub/trace.c lib/tsc.c $(OBJ)/stub/blob.S.o
+	    tests/stub/test_stub.c stub/host.c stub/placement.c stub/trace.c lib/tsc.c x86/xstate.c $(OBJ)/stub/blob.S.o
 
 TEST_DEPS += $(B)/tests/stub/test_stub

@@ -333,6 +333,7 @@ int stubs_init(int memfd, size_t xsize, enum stub_syscalls how, enum stub_placem
     placement_init(where, tsc_khz());
     guest_memfd = memfd;
     xsave_size = xsize;
+    xstate_layout_init();
     /* vm.memfd_noexec may ask for MFD_EXEC (Linux 6.3); older kernels reject the flag */
     image_fd = memfd_create("ring3-stub", MFD_CLOEXEC | MFD_EXEC);
     if (image_fd < 0 && errno == EINVAL)
@@ -689,8 +690,10 @@ static uint32_t load_commands(struct stub *s, const struct stub_regs *r, const v
         s->nldt = 0;
         cmd |= STUB_CMD_LDT;
     }
-    if (xsave) {
-        memcpy(STUB_CTL_FPU(c), xsave, xsave_size);
+    /* The stub's registers are still those its last event saved in the control area (stub
+     * code never touches them): when the guest kernel left the state as it was, they stay. */
+    if (xsave && !xstate_same(STUB_CTL_FPU(c), xsave, xsave_size)) {
+        xstate_copy(STUB_CTL_FPU(c), xsave, xsave_size);
         cmd |= STUB_CMD_FPU;
     }
     if (s->nmap || s->nunmap) {
@@ -803,7 +806,7 @@ static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
     ev->rip64 = c->rip64;
     memcpy(&ev->r, (const void *)&c->r, sizeof ev->r);
     if (xsave) {
-        memcpy(xsave, STUB_CTL_FPU(c), xsave_size);
+        xstate_copy(xsave, STUB_CTL_FPU(c), xsave_size);
         xstate_forget_pkru(xsave);      /* the stub's PKRU stays there, and is 0 when it resumes */
     }
     s->preempted.wall = 0;

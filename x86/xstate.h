@@ -2,6 +2,8 @@
 #ifndef RING3_X86_XSTATE_H
 #define RING3_X86_XSTATE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -23,5 +25,22 @@ static inline void xstate_forget_pkru(uint8_t *image)
     bv &= ~XSTATE_PKRU;
     memcpy(image + XSTATE_BV_OFF, &bv, sizeof bv);
 }
+
+/* Learn the components' places in the image from CPUID; once, before xstate_copy. */
+void xstate_layout_init(void);
+
+/* Copy the XSAVE image (src), standard format, (full) bytes at most, to (dst): the x87 and
+ * SSE area and the header always, then only the components whose XSTATE_BV bit is set.
+ * The others keep whatever (dst) held, which is fine for XRSTOR and for the kernel's
+ * NT_X86_XSTATE: a component whose bit is clear is put in its initial configuration and
+ * its bytes are not read (SDM vol. 1, 13.8.1). A 32-bit guest's image holds x87, SSE and
+ * PKRU, about 600 bytes of the 2.7 KiB an AVX-512 host's image takes. */
+void xstate_copy(uint8_t *dst, const uint8_t *src, size_t full);
+
+/* Whether XRSTOR of image (a) and of image (b) would give the same registers: the same
+ * XSTATE_BV, the same x87 and SSE area, and the same bytes in every component it holds
+ * (x87 and SSE compared even when their bits are clear: a difference there only costs
+ * a restore). */
+bool xstate_same(const uint8_t *a, const uint8_t *b, size_t full);
 
 #endif

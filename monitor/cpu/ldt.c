@@ -8,6 +8,7 @@
 
 #include "memory/guestmem.h"
 #include "monitor/mmu/paging.h"
+#include "segment.h"
 
 /* Descriptor fields (SDM vol. 3, 3.4.5): type bits 40-43, S 44, DPL 45-46, P 47, AVL 52,
  * L 53, D/B 54, G 55. */
@@ -75,6 +76,7 @@ static uint64_t guest_entry(struct vcpu *v, unsigned i)
 static void write_here(void *ctx, const struct user_desc *d)
 {
     struct vcpu *v = ctx;
+    seg_host_descriptors_changed(v);
     if (syscall(SYS_modify_ldt, 0x11, d, sizeof *d) != 0)
         TRACE(v, "the host refused guest LDT entry %u", d->entry_number);
 }

@@ -330,6 +330,15 @@ tramp64:
     call *mon_handler(%rip)
     /* fall through: back to the guest as the shared page now says */
 
+/* Load segment register (reg) from the shared page at (off) unless it holds that selector. */
+.macro RELOAD_IF_CHANGED reg, off
+    movl %\reg, %ecx
+    cmpw \off(%rax), %cx
+    je 7f
+    movw \off(%rax), %\reg
+7:
+.endm
+
 /* Load the guest state from the shared page and iretq into it. Also the
  * first entry into the guest (monitor/cpu/runtime.c calls it). */
 exit64:
@@ -339,12 +348,26 @@ exit64:
     xrstor64 (%rcx)
     movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */
     movb $SUD_BLOCK, (%rcx)
+    /* A data segment register that already holds its selector keeps it, and
+     * the descriptor it was loaded from, as long as no host descriptor has
+     * changed since the last time all four were loaded (SH_DESC_GEN): loading
+     * FS or GS is dear (on AMD about 150 cycles each), and the gate's own
+     * code never loads any. The bases come next, from the shared page. */
     movl $R3_SHARED, %eax
+    movl SH_DESC_GEN(%rax), %ecx
+    cmpl SH_LOADED_GEN(%rax), %ecx
+    jne 5f
+    RELOAD_IF_CHANGED es, SH_ES
+    RELOAD_IF_CHANGED ds, SH_DS
+    RELOAD_IF_CHANGED fs, SH_FS
+    RELOAD_IF_CHANGED gs, SH_GS
+    jmp 6f
+5:  movl %ecx, SH_LOADED_GEN(%rax)
     movw SH_ES(%rax), %es
     movw SH_DS(%rax), %ds
     movw SH_FS(%rax), %fs
     movw SH_GS(%rax), %gs
-    movq SH_FSBASE(%rax), %rcx
+6:  movq SH_FSBASE(%rax), %rcx
     wrfsbase %rcx
     movq SH_GSBASE(%rax), %rcx
     wrgsbase %rcx

@@ -97,6 +97,7 @@ int runtime_install(runtime_gate_fn gate)
     sh->sel[0] = sh->sel[2] = sh->sel[3] = HOST_DS;
     sh->eflags = 0x202;
     sh->cpl = 0xFF;                 /* no fast segment paths until the monitor publishes its state */
+    sh->desc_gen = 1;               /* the first way back loads every segment register */
     for (unsigned i = 0; i < 6; i++)
         sh->segc[i].sel = SEGC_NONE;
 

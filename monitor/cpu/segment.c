@@ -124,12 +124,13 @@ static bool tls_valid[TLS_COUNT];
 /* set_thread_area for a host GDT TLS entry. The x86-64 system call table has
  * none; the i386 one (int $0x80, number 243) takes a 32-bit pointer, so the
  * descriptor goes through the shared page's scratch area. */
-static bool host_set_thread_area(const struct user_desc *d)
+static bool host_set_thread_area(struct vcpu *v, const struct user_desc *d)
 {
     struct user_desc *low = (struct user_desc *)(uintptr_t)(R3_SHARED + SH_SCRATCH);
     long r;
 
     *low = *d;
+    seg_host_descriptors_changed(v);
     __asm__ volatile("int $0x80" : "=a"(r) : "a"(243), "b"(low) : "memory", "r8", "r9", "r10", "r11");
     return r == 0;
 }
@@ -177,7 +178,7 @@ static bool tls_sync(struct vcpu *v, const struct seg *s)
     if (tls_valid[i] && tls_synced[i].base == s->base && tls_synced[i].limit == s->limit &&
         (tls_synced[i].attr | 1) == (s->attr | 1))
         return true;
-    if (!host_set_thread_area(&d))
+    if (!host_set_thread_area(v, &d))
         return false;
     tls_synced[i] = *s;
     tls_valid[i] = true;
@@ -200,7 +201,7 @@ void seg_sync_tls(struct vcpu *v)
              * host's entry empty, so that loading it faults. */
             struct user_desc d;
             tls_empty(TLS_FIRST + i, &d);
-            if (host_set_thread_area(&d))
+            if (host_set_thread_area(v, &d))
                 tls_valid[i] = false;
         }
     }
@@ -254,6 +255,7 @@ bool seg_set_user_limit(struct vcpu *v, uint32_t top)
     d.limit_in_pages = 1;
     d.limit = (top >> 12) - 1;
     d.seg_32bit = 1;
+    seg_host_descriptors_changed(v);
     if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0)
         return false;
     user_top = top;
@@ -329,6 +331,11 @@ void seg_take_fast_loads(struct vcpu *v)
     }
 }
 
+void seg_host_descriptors_changed(struct vcpu *v)
+{
+    v->sh->desc_gen++;
+}
+
 void seg_publish(struct vcpu *v)
 {
     struct r3_shared *sh = v->sh;
@@ -387,6 +394,7 @@ static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s
     d.read_exec_only = (s->attr & ATTR_RW) ? 0 : 1;
     v->sh->segc[sreg].sel = SEGC_NONE;      /* its LDT entry changes: forget what it held */
     own_entry_valid[sreg] = false;
+    seg_host_descriptors_changed(v);
     if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0) {
         TRACE(v, "modify_ldt failed for %04x; using the flat segment", s->sel);
         return HOST_DS;

@@ -40,6 +40,8 @@
 #define SH_CPL      0x58    /* the virtual CPL; 0xFF outside protected mode */
 #define SH_FASTLOAD 0x5c    /* bit N: a stub loaded segment register N from SH_SEGC */
 #define SH_VSEL     0x60    /* the virtual selectors, es cs ss ds fs gs, 4 bytes each */
+#define SH_DESC_GEN 0x78    /* bumped at each change of a host LDT or TLS entry (segment.c) */
+#define SH_LOADED_GEN 0x7c  /* SH_DESC_GEN when the way back last loaded every data segment register */
 #define SH_SEGC     0x80    /* per segment register, SEGC_SIZE bytes: a load the stubs may repeat */
 #define SEGC_SEL    0x00    /*   its selector (SEGC_NONE: none) */
 #define SEGC_HOST   0x04    /*   the host selector it put in the register */
@@ -70,7 +72,8 @@ struct r3_shared {
     uint32_t cpl;
     uint32_t fastload;
     uint32_t vsel[6];
-    uint32_t pad2[2];
+    uint32_t desc_gen;
+    uint32_t loaded_gen;
     struct r3_segcache {
         uint32_t sel, host, addr, lo, hi, pad[3];
     } segc[6];
@@ -86,6 +89,8 @@ _Static_assert(offsetof(struct r3_shared, gsbase) == SH_GSBASE, "SH_GSBASE");
 _Static_assert(offsetof(struct r3_shared, cpl) == SH_CPL, "SH_CPL");
 _Static_assert(offsetof(struct r3_shared, fastload) == SH_FASTLOAD, "SH_FASTLOAD");
 _Static_assert(offsetof(struct r3_shared, vsel) == SH_VSEL, "SH_VSEL");
+_Static_assert(offsetof(struct r3_shared, desc_gen) == SH_DESC_GEN, "SH_DESC_GEN");
+_Static_assert(offsetof(struct r3_shared, loaded_gen) == SH_LOADED_GEN, "SH_LOADED_GEN");
 _Static_assert(offsetof(struct r3_shared, segc) == SH_SEGC, "SH_SEGC");
 _Static_assert(sizeof(struct r3_segcache) == SEGC_SIZE, "SEGC_SIZE");
 _Static_assert(sizeof(struct r3_shared) <= SH_SCRATCH, "SH_SCRATCH");

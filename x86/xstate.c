@@ -1,0 +1,55 @@
+/* Copies of XSAVE images that carry only what the image holds (xstate.h). */
+#include <cpuid.h>
+
+#include "xstate.h"
+
+#define XSTATE_LEGACY_AND_HEADER 576    /* x87 and SSE (512 bytes), then the 64-byte header */
+
+/* Each user component's place in the standard format: CPUID.(EAX=0DH,ECX=i), EBX its
+ * offset and EAX its size (SDM vol. 1, 13.4.3); 0 for components the CPU lacks. */
+static uint32_t comp_off[64], comp_size[64];
+
+void xstate_layout_init(void)
+{
+    for (unsigned i = 2; i < 64; i++) {
+        unsigned size, off, ecx, edx;
+        __cpuid_count(0xD, i, size, off, ecx, edx);
+        (void)edx;
+        if (ecx & 1)        /* a supervisor component: never in a standard-format image */
+            size = off = 0;
+        comp_off[i] = off;
+        comp_size[i] = size;
+    }
+}
+
+/* The legacy area's bytes 464-511 are software's (the kernel's fpstate magic): XSAVE
+ * leaves them and XRSTOR ignores them (SDM vol. 1, 10.5.1). */
+#define XSTATE_LEGACY_USED 464
+
+bool xstate_same(const uint8_t *a, const uint8_t *b, size_t full)
+{
+    uint64_t bv_a, bv_b;
+    memcpy(&bv_a, a + XSTATE_BV_OFF, sizeof bv_a);
+    memcpy(&bv_b, b + XSTATE_BV_OFF, sizeof bv_b);
+    if (bv_a != bv_b || memcmp(a, b, XSTATE_LEGACY_USED))
+        return false;
+    for (uint64_t bv = bv_a >> 2; bv; bv &= bv - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(bv) + 2;
+        if (comp_size[i] && comp_off[i] + comp_size[i] <= full &&
+            memcmp(a + comp_off[i], b + comp_off[i], comp_size[i]))
+            return false;
+    }
+    return true;
+}
+
+void xstate_copy(uint8_t *dst, const uint8_t *src, size_t full)
+{
+    uint64_t bv;
+    memcpy(dst, src, XSTATE_LEGACY_AND_HEADER);
+    memcpy(&bv, src + XSTATE_BV_OFF, sizeof bv);
+    for (bv >>= 2; bv; bv &= bv - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(bv) + 2;
+        if (comp_size[i] && comp_off[i] + comp_size[i] <= full)
+            memcpy(dst + comp_off[i], src + comp_off[i], comp_size[i]);
+    }
+}
