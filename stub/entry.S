@@ -22,6 +22,37 @@
 2:  movw %cx, \sreg
 .endm
 
+/* es, ds, fs and gs from ctl->r.sel (%rax = ctl). Loading a segment register reads its
+ * descriptor (SDM vol. 3, 3.4.3), and FS and GS cost about 150 cycles each on AMD: one that
+ * already holds its selector keeps it, with the descriptor it read, unless a TLS or LDT entry
+ * changed since all four were last loaded (stub_desc_changed, cleared only once they are, so
+ * a restart in the middle loads them all again). */
+.macro LOADSELS
+    movabsq $stub_desc_changed, %rcx
+    cmpb $0, (%rcx)
+    je 5f
+    LOADSEL %es, 0
+    LOADSEL %ds, 3
+    LOADSEL %fs, 4
+    LOADSEL %gs, 5
+    movabsq $stub_desc_changed, %rcx
+    movb $0, (%rcx)
+    jmp 6f
+5:  LOADSEL_CHANGED %es, 0
+    LOADSEL_CHANGED %ds, 3
+    LOADSEL_CHANGED %fs, 4
+    LOADSEL_CHANGED %gs, 5
+6:
+.endm
+
+.macro LOADSEL_CHANGED sreg, n
+    movl \sreg, %ecx
+    cmpw CTL_R_SEL(\n)(%rax), %cx
+    je 4f
+    LOADSEL \sreg, \n
+4:
+.endm
+
 /* Range %ebx of the control area's list at (array), counted by (count) but never past
  * STUB_MAX_RANGES: %rcx its address, %edi its linear address, %rsi its length in bytes; or a
  * jump to (done) past the last. */
@@ -65,10 +96,7 @@ stub_sig_entry:
      * (restore_sigcontext, FIX_EFLAGS): load them here, as guest code is to have them. Loading
      * FS and GS also loads their bases from the descriptors, as 32-bit code expects. */
     movabsq $STUB_CTL_ADDR, %rax
-    LOADSEL %es, 0
-    LOADSEL %ds, 3
-    LOADSEL %fs, 4
-    LOADSEL %gs, 5
+    LOADSELS
     movl CTL_R_EFLAGS(%rax), %ecx
     andl $(EFLAGS_ID | EFLAGS_NT), %ecx
     pushfq
@@ -205,10 +233,7 @@ stub_exit_restart:
     cmpb $0, (%rax)
     jne 8f
     movabsq $STUB_CTL_ADDR, %rax
-    LOADSEL %es, 0
-    LOADSEL %ds, 3
-    LOADSEL %fs, 4
-    LOADSEL %gs, 5
+    LOADSELS
     movzwl CTL_R_SEL(2)(%rax), %ecx
     pushq %rcx
     movl CTL_R_REG(4)(%rax), %ecx

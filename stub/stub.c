@@ -50,6 +50,9 @@ int stub_set_thread_area(uint32_t desc);
 __attribute__((noreturn)) void stub_exit64(void);
 
 volatile uint8_t stub_preempt_pending;
+/* Set when a TLS or LDT entry changed: the next way back to guest code loads every data
+ * segment register (entry.S LOADSELS); until then one that holds its selector keeps it. */
+volatile uint8_t stub_desc_changed = 1;
 
 /* ---- raw system calls (x86-64: rax nr; rdi rsi rdx r10 r8 r9; rcx and r11 clobbered) ---- */
 static long sys6(long n, long a, long b, long c, long d, long e, long f)
@@ -157,6 +160,8 @@ static uint32_t run_commands(int parked)
     if (!parked && (ctl->cmd & STUB_CMD_MAP))
         map_handoff();
     uint32_t cmd = ctl->cmd;
+    if (cmd & (STUB_CMD_TLS | STUB_CMD_LDT))
+        stub_desc_changed = 1;
     if (cmd & STUB_CMD_TLS)
         set_tls();
     if (cmd & STUB_CMD_LDT)
