@@ -1,11 +1,16 @@
 /* simd [N]: two processes each keep their own values in xmm0-7 (and in the upper halves of
  * ymm0-7 when AVX is usable) across N sched_yield calls, checking them after every one: the
- * kernel must save and restore each process's vector state when it switches between them. */
+ * kernel must save and restore each process's vector state when it switches between them.
+ * Before that, one signal: its handler must start with xmm0-7 cleared, and the values must
+ * be back after it returns (the kernel saves them in the frame and gives the handler a fresh
+ * state, arch/x86/kernel/signal.c handle_signal). */
 #include <cpuid.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,6 +74,36 @@ static void hold_avx(struct hold *h)
     HOLD_LOOP(LOAD_AVX, STORE_AVX, 32, "vzeroupper");
 }
 
+/* xmm0-7 as the SIGUSR1 handler saw them, in its seen[]. */
+static struct hold in_handler;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    __asm__ volatile(ROWS8(STORE_SSE, 16) : : "d"(&in_handler) : "memory");
+}
+
+/* Load xmm0-7 from (want), send this process SIGUSR1 by int $0x80, store them after the
+ * handler. True when the handler saw all of them zero and the values came back. */
+static int signal_clears_and_restores(void)
+{
+    static struct hold h;
+    for (int i = 0; i < 128; i++)
+        h.want[i] = (uint8_t)(0xA5 ^ i);
+    if (signal(SIGUSR1, on_usr1) == SIG_ERR)
+        return 0;
+    __asm__ volatile(ROWS8(LOAD_SSE, 16)
+                     "movl %[nr], %%eax\n\t"
+                     "int $0x80\n\t"
+                     : : "d"(&h), "b"(getpid()), "c"(SIGUSR1), [nr] "i"(SYS_kill)
+                     : "eax", "memory" XMM_CLOBBERS);
+    __asm__ volatile(ROWS8(STORE_SSE, 16) : : "d"(&h) : "memory");
+    int clear = 1;
+    for (int i = 0; i < 128; i++)
+        clear &= in_handler.seen[i] == 0;
+    return clear && memcmp(h.seen, h.want, 128) == 0;
+}
+
 /* AVX is usable when the CPU has it and the kernel enabled its state in XCR0 (CPUID.1:ECX
  * OSXSAVE bit 27 and AVX bit 28; XCR0 bits 1 SSE and 2 AVX): Intel SDM vol. 1, 14.3. */
 static int avx_usable(void)
@@ -108,7 +143,7 @@ static int worker(int id, long iterations, int avx)
 int main(int argc, char **argv)
 {
     long iterations = argc > 1 ? atol(argv[1]) : 2000;
-    int avx = avx_usable(), lost = 0;
+    int avx = avx_usable(), lost = 0, signal_ok = signal_clears_and_restores();
     pid_t pid[2];
 
     if (iterations < 1) {
@@ -133,7 +168,7 @@ int main(int argc, char **argv)
             lost |= WEXITSTATUS(st);
         }
     }
-    printf("simd: sse %s avx %s\n", lost & 1 ? "LOST" : "ok",
+    printf("simd: sse %s signal %s avx %s\n", lost & 1 ? "LOST" : "ok", signal_ok ? "ok" : "LOST",
            !avx ? "absent" : lost & 2 ? "LOST" : "ok");
-    return lost ? 1 : 0;
+    return lost || !signal_ok ? 1 : 0;
 }
