@@ -57,6 +57,7 @@ mon_fsbase:  .quad 0
 mon_handler: .quad 0
 mon_sud:     .quad 0            /* address of the Syscall User Dispatch selector byte */
 mon_xsave:   .quad 0            /* 64-byte aligned XSAVE area for the guest's vector state */
+mon_xsaveopt: .quad 0           /* nonzero: the CPU has XSAVEOPT (CPUID.(EAX=0DH,ECX=1):EAX bit 0) */
     .balign 16
 
     .code32
@@ -322,12 +323,19 @@ tramp64:
     /* The guest's x87/SSE/AVX registers: monitor C code (and the libc it
      * calls) uses them, and a guest process's state may be live in them
      * while its kernel runs. XSAVE with every component of XCR0 (SDM vol. 1, 13.7)
-     * but PKRU, which stays the monitor's (x86/xstate.h). */
+     * but PKRU, which stays the monitor's (x86/xstate.h). XSAVEOPT where the
+     * CPU has it: the area is the one exit64's XRSTOR loaded, so the CPU may
+     * leave out what is unchanged since (13.9), and monitor code writes the
+     * area only between this save and that restore. */
     movq mon_xsave(%rip), %rcx
     movl $XSTATE_ALL_BUT_PKRU, %eax
     movl $-1, %edx
-    xsave64 (%rcx)
-    call *mon_handler(%rip)
+    cmpq $0, mon_xsaveopt(%rip)
+    je 1f
+    xsaveopt64 (%rcx)
+    jmp 2f
+1:  xsave64 (%rcx)
+2:  call *mon_handler(%rip)
     /* fall through: back to the guest as the shared page now says */
 
 /* Load segment register (reg) from the shared page at (off) unless it holds that selector. */

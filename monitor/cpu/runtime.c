@@ -13,7 +13,7 @@
 struct r3_blob_header {
     uint32_t sti_off, pushf_off, popf_off, gate_off, gate_size, exit_off;
     uint32_t push_sreg_off, mov_to_sreg_off, pop_sreg_off, pad;
-    uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud, mon_xsave;
+    uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud, mon_xsave, mon_xsaveopt;
 };
 
 extern const char r3_blob[], r3_blob_end[];
@@ -78,6 +78,9 @@ int runtime_install(runtime_gate_fn gate)
     h->mon_handler = (uint64_t)(uintptr_t)gate;
     h->mon_sud = (uint64_t)(uintptr_t)&r3_sud_selector;
     h->mon_xsave = (uint64_t)(uintptr_t)xsave;
+    uint32_t a, b, c, d;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0xD), "c"(1));
+    h->mon_xsaveopt = a & 1;
 
     uint32_t *table = (uint32_t *)(uintptr_t)R3_TABLE;
     for (uint32_t n = 0; n < R3_ENTRY_COUNT; n++)

@@ -53,8 +53,26 @@ static uint32_t full_tag(const uint8_t *fx)
     return tag;
 }
 
-void fpregs_to_gdb(const uint8_t *fx, uint8_t out[FPREGS_GDB_BYTES])
+/* An image's x87 (bit 0) and SSE (bit 1) state where its XSTATE_BV says the component is in
+ * its initial configuration: XSAVEOPT need not have written it, and XRSTOR would load this
+ * (SDM vol. 1, 13.6: FCW 037FH, everything else zero, every register empty). */
+static void initial_state(const uint8_t *fx, uint8_t *copy)
 {
+    memcpy(copy, fx, 512);
+    if (!(fx[XSTATE_BV] & 1)) {
+        memset(copy, 0, FX_MXCSR);
+        memset(copy + FX_ST, 0, 8 * 16);
+        copy[FX_FCW] = 0x7F;
+        copy[FX_FCW + 1] = 0x03;
+    }
+    if (!(fx[XSTATE_BV] & 2))
+        memset(copy + FX_XMM, 0, 8 * 16);
+}
+
+void fpregs_to_gdb(const uint8_t *image, uint8_t out[FPREGS_GDB_BYTES])
+{
+    uint8_t fx[512];
+    initial_state(image, fx);
     for (unsigned i = 0; i < 8; i++)
         memcpy(out + 10 * i, fx + FX_ST + 16 * i, 10);
     uint32_t ctl[8] = {

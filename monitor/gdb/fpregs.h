@@ -11,8 +11,9 @@
 
 #define FPREGS_GDB_BYTES (8 * 10 + 8 * 4 + 8 * 16 + 4)
 
-/* The registers in gdb's order, from the legacy region of an XSAVE image (fx). */
-void fpregs_to_gdb(const uint8_t *fx, uint8_t out[FPREGS_GDB_BYTES]);
+/* The registers in gdb's order, from the legacy region of an XSAVE image, as XRSTOR would load
+ * them: a component its XSTATE_BV marks initial reads as its initial state. */
+void fpregs_to_gdb(const uint8_t *image, uint8_t out[FPREGS_GDB_BYTES]);
 
 /* gdb's registers (in) into the XSAVE image (fx), standard format, as every image the monitor
  * keeps is; the instruction and operand pointers stay. */
