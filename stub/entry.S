@@ -94,7 +94,8 @@ stub_sig_entry:
     jz 9f
     /* x86-64 rt_sigreturn restores neither DS, ES, FS, GS nor EFLAGS.NT and ID
      * (restore_sigcontext, FIX_EFLAGS): load them here, as guest code is to have them. Loading
-     * FS and GS also loads their bases from the descriptors, as 32-bit code expects. */
+     * FS and GS also loads their bases from the descriptors, as 32-bit code expects; one that
+     * LOADSELS keeps has the base its last load gave it, which nothing in the stub changes. */
     movabsq $STUB_CTL_ADDR, %rax
     LOADSELS
     movl CTL_R_EFLAGS(%rax), %ecx

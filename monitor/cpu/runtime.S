@@ -360,21 +360,24 @@ exit64:
      * the descriptor it was loaded from, as long as no host descriptor has
      * changed since the last time all four were loaded (SH_DESC_GEN): loading
      * FS or GS is dear (on AMD about 150 cycles each), and the gate's own
-     * code never loads any. The bases come next, from the shared page. */
+     * code never loads any. The generation read here is recorded only once
+     * all four are loaded: a signal whose handler changes a descriptor in
+     * between leaves it behind, and the next way back loads them all. The
+     * bases come next, from the shared page. */
     movl $R3_SHARED, %eax
-    movl SH_DESC_GEN(%rax), %ecx
-    cmpl SH_LOADED_GEN(%rax), %ecx
+    movl SH_DESC_GEN(%rax), %edx
+    cmpl SH_LOADED_GEN(%rax), %edx
     jne 5f
     RELOAD_IF_CHANGED es, SH_ES
     RELOAD_IF_CHANGED ds, SH_DS
     RELOAD_IF_CHANGED fs, SH_FS
     RELOAD_IF_CHANGED gs, SH_GS
     jmp 6f
-5:  movl %ecx, SH_LOADED_GEN(%rax)
-    movw SH_ES(%rax), %es
+5:  movw SH_ES(%rax), %es
     movw SH_DS(%rax), %ds
     movw SH_FS(%rax), %fs
     movw SH_GS(%rax), %gs
+    movl %edx, SH_LOADED_GEN(%rax)
 6:  movq SH_FSBASE(%rax), %rcx
     wrfsbase %rcx
     movq SH_GSBASE(%rax), %rcx
