@@ -69,11 +69,12 @@ void seg_user_data(struct vcpu *v);
  * every remembered load when the GDT moves (lgdt). */
 void seg_publish(struct vcpu *v);
 
+void seg_take_fast_loads(struct vcpu *v);
+void seg_forget_fast_loads(struct vcpu *v);
+
 /* After any change to a host LDT or GDT TLS entry of ring3's own process: the
  * way back loads every data segment register again (SH_DESC_GEN). */
 void seg_host_descriptors_changed(struct vcpu *v);
-void seg_take_fast_loads(struct vcpu *v);
-void seg_forget_fast_loads(struct vcpu *v);
 
 /* Reset all segment registers to flat 4 GiB segments with the given
  * selectors (the Multiboot entry state). */
