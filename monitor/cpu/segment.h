@@ -68,7 +68,6 @@ void seg_user_data(struct vcpu *v);
  * adopt the loads the stubs made, first thing on every monitor entry; forget
  * every remembered load when the GDT moves (lgdt). */
 void seg_publish(struct vcpu *v);
-
 void seg_take_fast_loads(struct vcpu *v);
 void seg_forget_fast_loads(struct vcpu *v);
 
