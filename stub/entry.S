@@ -8,6 +8,8 @@
 #define NR_MUNMAP       11
 #define NR_SET_THREAD_AREA_32 243           /* i386 syscall table */
 #define MAP_SHARED_FIXED 0x11               /* MAP_SHARED | MAP_FIXED */
+#define MAP_POPULATE    0x8000
+#define PROT_WRITE      2
 #define RT(label)       (R3_CODE + ((label) - rt_blob))
 
 /* Load a data segment register from ctl->r.sel[n] (%rax = ctl). An unusable selector (VERR
@@ -138,6 +140,9 @@ stub_map_syscall:
     movl RANGE_PROT(%rcx), %edx
     movq RANGE_OFFSET(%rcx), %r9
     movl $MAP_SHARED_FIXED, %r10d
+    movl $(MAP_SHARED_FIXED | MAP_POPULATE), %eax
+    testl $PROT_WRITE, %edx
+    cmovnzl %eax, %r10d
     movl $STUB_MEMFD, %r8d
     movl $NR_MMAP, %eax
     syscall

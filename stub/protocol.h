@@ -45,7 +45,8 @@
  * STUB_MEMFD, and any other result means "map nothing". The code after the map site reads only constants and
  * this area: it unmaps unmap[0..min(nunmap, STUB_MAX_RANGES)), maps
  * map[0..min(nmap, STUB_MAX_RANGES)) with MAP_SHARED |
- * MAP_FIXED from STUB_MEMFD, closes STUB_MEMFD, and only then goes on. A
+ * MAP_FIXED from STUB_MEMFD (and MAP_POPULATE when writable, below), closes
+ * STUB_MEMFD, and only then goes on. A
  * signal that interrupts that code (guest code may enter the map site with
  * TF set, and the trap follows the call) is taken by a handler that closes
  * STUB_MEMFD and, if it was open, does the unmaps before it goes back to guest
@@ -60,6 +61,12 @@
  * a gate event run outside the signal handler, with signals open) makes it
  * again (SA_RESTART): the monitor, which finds the notification gone (ENOENT)
  * or its answer refused (ESRCH), answers the new one.
+ *
+ * A writable range is mapped populated: the monitor maps a page writable only
+ * once its entry is dirty (mmu.c page_prot), written or about to be, as in a
+ * folio the guest kernel just filled, whose pages would each cost a host fault
+ * at their first touch. A read-only range (text, copy-on-write pages after a
+ * fork, of which a process touches few) is left to fault in.
  *
  * Parking (--syscalls=sud). A stub whose spin ends without STUB_RUN turns
  * state from STUB_EVENT to STUB_PARKED (compare-and-swap; the monitor's

@@ -366,6 +366,7 @@ struct ins { uint16_t code; uint8_t jt, jf; uint32_t k; int label; };
 #define JGE(k, t, f)      { BPF_JMP | BPF_JGE | BPF_K, t, f, (k), -1 }
 #define JGT(k, t, f)      { BPF_JMP | BPF_JGT | BPF_K, t, f, (k), -1 }
 #define JSET(k, t, f)     { BPF_JMP | BPF_JSET | BPF_K, t, f, (k), -1 }
+#define AND(k)            { BPF_ALU | BPF_AND | BPF_K, 0, 0, (k), -1 }
 #define RET(k, l)         { BPF_RET | BPF_K, 0, 0, (k), l }
 #define LABEL(l)          { 0xFFFF, 0, 0, 0, l }
 #define D_NR    offsetof(struct seccomp_data, nr)
@@ -404,11 +405,11 @@ static const struct ins filter_src[] = {
     JEQ(__NR_munmap, L_RANGE, L_NEXT),
     JEQ(__NR_mprotect, L_SCRATCH, L_NEXT),
     JEQ(__NR_mmap, L_NEXT, L_KILL),
-    /* mmap only of guest memory's descriptor, shared and fixed (stub_map): it exists only in a
-     * map hand-off, so guest code that jumps here maps nothing, and no page the guest kernel
-     * does not know of can stay for the next process of this page directory */
+    /* mmap only of guest memory's descriptor, shared and fixed, populated or not (stub_map): it
+     * exists only in a map hand-off, so guest code that jumps here maps nothing, and no page the
+     * guest kernel does not know of can stay for the next process of this page directory */
     LD(D_ARG_HI(3)), JEQ(0, L_NEXT, L_KILL),
-    LD(D_ARG_LO(3)), JEQ(MAP_SHARED | MAP_FIXED, L_NEXT, L_KILL),
+    LD(D_ARG_LO(3)), AND(~(uint32_t)MAP_POPULATE), JEQ(MAP_SHARED | MAP_FIXED, L_NEXT, L_KILL),
     LD(D_ARG_HI(4)), JEQ(0, L_NEXT, L_KILL),
     LD(D_ARG_LO(4)), JEQ(STUB_MEMFD, L_RANGE, L_KILL),
     /* sendmsg only on STUB_FD_SOCK, which exists only until start-up closes it */
