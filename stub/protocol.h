@@ -63,10 +63,10 @@
  * or its answer refused (ESRCH), answers the new one.
  *
  * A writable range is mapped populated: the monitor maps a page writable only
- * once its entry is dirty (mmu.c page_prot), written or about to be, as in a
- * folio the guest kernel just filled, whose pages would each cost a host fault
- * at their first touch. A read-only range (text, copy-on-write pages after a
- * fork, of which a process touches few) is left to fault in.
+ * once its entry is dirty (monitor/mmu/mmu.c, page_prot), written or about to
+ * be, as in a folio the guest kernel just filled, whose pages would each cost
+ * a host fault at their first touch. A read-only range (text, copy-on-write
+ * pages after a fork, of which a process touches few) is left to fault in.
  *
  * Parking (--syscalls=sud). A stub whose spin ends without STUB_RUN turns
  * state from STUB_EVENT to STUB_PARKED (compare-and-swap; the monitor's

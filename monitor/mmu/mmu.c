@@ -159,8 +159,9 @@ static bool map_run(struct vcpu *v, struct tlb *t, uint32_t page, uint64_t phys,
  * group of FAULT_AROUND around (linear) that the guest's tables let user mode
  * read, mapped read-only unless already dirty. A fill costs a hand-off in a
  * stub and a host signal in ring3's own process, and the guest kernel fills
- * the entries of a whole folio at one fault (64 KiB of fresh anonymous memory,
- * guest/linux/ring3.config), so the group goes at once: in a stub in one
+ * the entries of a whole folio at one fault (up to 128 KiB of fresh anonymous
+ * memory, guest/linux/ring3.config), and of 128 KiB of the page cache
+ * (guest/linux/patches/0003), so the group goes at once: in a stub in one
  * hand-off, here in one host mapping per run of consecutive frames. Their
  * accessed flags are set, as a processor that loads translations ahead of use
  * (SDM vol. 3, 4.10.2.3) and sets accessed flags speculatively (4.8) may. */
