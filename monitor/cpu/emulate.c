@@ -339,6 +339,15 @@ void emulate_gate(void)
      * now and no deadline moved, so the devices need not be looked at. */
     if (entry == R3_E_SYSENTER)
         goto publish;
+    /* Nor does sysexit touch a device, so the host timer armed at the last gate or signal that
+     * could move a deadline still stands for the earliest one, and one that expires in monitor
+     * code is armed again at once (signals.c, events_arm_soon). Only an interrupt already
+     * pending may be taken here (Linux's `sti; sysexit`). The I/O backends are polled at the
+     * other gates, at each timer signal and whenever the guest waits. */
+    if (entry == R3_E_SYSEXIT) {
+        vcpu_check_interrupts(v);
+        goto publish;
+    }
 out:;
     uint64_t now = events_poll(v);
     vcpu_check_interrupts(v);
