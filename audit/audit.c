@@ -218,7 +218,7 @@ static int sweep_section(struct audit *a, const struct section *sec)
     size_t nsync, k = 0;
     uint32_t *sync = sync_points(sec, &nsync);
     uint32_t off = 0;
-    bool marked = false;
+    bool marked = false, fpu_site = false;
 
     if (!sync)
         return audit_error("out of memory");
@@ -232,6 +232,11 @@ static int sweep_section(struct audit *a, const struct section *sec)
         struct sens_info info;
         size_t len;
 
+        if (!a->insert_mode && sens_is_fpu_site(p, avail)) {
+            off += R3_CALL_LEN;
+            fpu_site = true;
+            continue;
+        }
         if (sens_is_insert_marker(p, avail)) {
             off += R3_INSERT_MARKER_LEN;
             marked = true;
@@ -239,18 +244,19 @@ static int sweep_section(struct audit *a, const struct section *sec)
         }
         if (sens_is_rewritten_pushf(p, avail)) {
             off += 1;               /* the call that follows is decoded as usual */
-            marked = false;
+            marked = fpu_site = false;
             continue;
         }
         if (*p == 0xCC) {
             /* int3 is not sensitive (x86/sensitive.c); runs of it are also the
              * linker's padding between functions. */
             off += 1;
-            marked = false;
+            marked = fpu_site = false;
             continue;
         }
 
         char text[sizeof a->insn->mnemonic + sizeof a->insn->op_str + 1];
+        bool vector = false;
         len = sens_decode_extra(p, avail, &info);
         if (len) {
             snprintf(text, sizeof text, "%s", info.name);
@@ -261,19 +267,27 @@ static int sweep_section(struct audit *a, const struct section *sec)
                 if (!a->undecodable++)
                     a->first_undecodable = addr;
                 off++;
-                marked = false;
+                marked = fpu_site = false;
                 continue;
             }
             len = a->insn->size;
             info = sens_classify(a->insn);
+            vector = sens_touches_vector_state(a->insn);
             if (info.cls != SENS_NONE)
                 snprintf(text, sizeof text, "%s%s%s", info.name ? info.name : a->insn->mnemonic,
                          a->insn->op_str[0] ? " " : "", a->insn->op_str);
         }
         if (needs_report(a, &info, marked))
             report(a, sec, addr, text);
+        else if (vector && !a->insert_mode && !fpu_site) {
+            char why[sizeof text + 48];
+            snprintf(why, sizeof why, "%s%s%s (vector state, no FPU site before it)",
+                     a->insn->mnemonic, a->insn->op_str[0] ? " " : "", a->insn->op_str);
+            report(a, sec, addr, why);
+        }
         off += (uint32_t)len;
         marked = false;
+        fpu_site = false;
     }
     free(sync);
     return 0;

@@ -18,6 +18,8 @@ $(B)/tests/unit/%: tests/unit/%.c $(HW_OBJS) $(SAN_STAMP)
 # A unit test of a monitor module links that module too.
 UNIT_EXTRA_test_host_probe := $(UNIT_OBJ)/monitor/host/host_probe.c.o
 $(B)/tests/unit/test_host_probe: $(UNIT_EXTRA_test_host_probe)
+UNIT_EXTRA_test_xstate := $(UNIT_OBJ)/x86/xstate.c.o
+$(B)/tests/unit/test_xstate: $(UNIT_EXTRA_test_xstate)
 
 .PHONY: unit
 unit: $(UNIT_BINS)

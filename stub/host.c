@@ -85,6 +85,8 @@ extern const char ring3_stub_image[], ring3_stub_image_end[];   /* stub/blob.S *
 static int guest_memfd = -1, image_fd = -1;
 static enum stub_syscalls redirect;
 static size_t xsave_size;
+static uint64_t host_xcr0;          /* what the vector state taken from a stub may hold */
+static uint32_t host_mxcsr_mask;
 static struct seccomp_notif_sizes notif_sizes;
 static struct stub *pool[POOL_SIZE + 1];     /* started ahead of need: pool[0..npool) */
 static int npool;
@@ -334,6 +336,8 @@ int stubs_init(int memfd, size_t xsize, enum stub_syscalls how, enum stub_placem
     guest_memfd = memfd;
     xsave_size = xsize;
     xstate_layout_init();
+    host_xcr0 = xstate_xcr0();
+    host_mxcsr_mask = xstate_mxcsr_mask();
     /* vm.memfd_noexec may ask for MFD_EXEC (Linux 6.3); older kernels reject the flag */
     image_fd = memfd_create("ring3-stub", MFD_CLOEXEC | MFD_EXEC);
     if (image_fd < 0 && errno == EINVAL)
@@ -817,11 +821,20 @@ static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
     ev->gsbase = c->gsbase;
     ev->rip64 = c->rip64;
     memcpy(&ev->r, (const void *)&c->r, sizeof ev->r);
-    if (xsave) {
-        xstate_copy(xsave, STUB_CTL_FPU(c), xsave_size);
-        xstate_forget_pkru(xsave);      /* the stub's PKRU stays there, and is 0 when it resumes */
-    }
+    if (xsave)
+        stub_take_vector_state(s, xsave);
     s->preempted.wall = 0;
+}
+
+void stub_take_vector_state(const struct stub *s, void *xsave)
+{
+    uint8_t *x = xsave, software[XSTATE_SW_END - XSTATE_SW_OFF];
+    memcpy(software, x + XSTATE_SW_OFF, sizeof software);
+    xstate_copy(x, STUB_CTL_FPU(s->ctl), xsave_size);
+    memcpy(x + XSTATE_SW_OFF, software, sizeof software);
+    /* Guest code may have written any bytes there (protocol.h): the gate's XRSTOR takes them.
+     * The stub's PKRU stays in the stub, and is 0 when it resumes. */
+    xstate_make_loadable(x, host_xcr0, host_mxcsr_mask);
 }
 
 /* An event of a traced stub that stopped in guest code (s->stop_regs), as the stub's handler

@@ -95,6 +95,12 @@ enum stub_wait_result { STUB_WAIT_EVENT, STUB_WAIT_TIMEOUT, STUB_WAIT_DIED };
  * when (xsave) is not NULL, copies the stub's vector state there. */
 enum stub_wait_result stub_wait(struct stub *s, uint64_t deadline_ns, struct stub_event *ev, void *xsave);
 
+/* Copy the vector state (s) reported with its last event into (xsave), an XSAVE image in
+ * standard format of the size stubs_init was given, as stub_wait would have: PKRU left
+ * out, and bytes 464-511 of the destination (software's, SDM vol. 1, 10.5.1; a signal
+ * frame's magic) kept. */
+void stub_take_vector_state(const struct stub *s, void *xsave);
+
 /* Ask (s) for the CPU back: its guest code is interrupted and reported as a
  * STUB_EV_SIGNAL with sig STUB_PREEMPT_SIG (unless another event came first). */
 void stub_preempt(struct stub *s);

@@ -4,6 +4,7 @@ import random
 import re
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,43 @@ def test_corrupted_headers_never_crash(planted, tmp_path):
         assert proc.returncode in (0, 1, 2), f"mutation {n}: exit {proc.returncode}"
         if proc.returncode == 2:
             assert len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+# ---- the FPU sites (include/ring3/abi.h, R3_E_FPU) ----
+
+VECTOR_STATE = {"v_fninit": "fninit", "v_fxsave": "fxsave", "v_xrstor": "xrstor",
+                "v_xsave_bytes": "xsave", "v_fwait": "wait", "v_fldl": "fld", "v_fistpll": "fistp",
+                "v_movaps": "movaps", "v_ldmxcsr": "ldmxcsr", "v_emms": "emms", "v_xgetbv": "xgetbv",
+                "v_vzeroupper": "vzeroupper"}
+
+
+def test_vector_state_without_its_fpu_site_is_reported():
+    """gas leaves no FPU site: each instruction that reaches the vector registers is reported
+    at its own symbol; the fences, hints and cache-line ones of the SSE groups are not."""
+    exe = build("vector")
+    check_reports(exe, audit(exe), [(s, 0, t) for s, t in VECTOR_STATE.items()])
+    assert audit("--insert", exe).returncode == 0       # insert mode has no FPU sites
+
+
+def test_ring3_as_puts_an_fpu_site_before_each(tmp_path):
+    """ring3-as (rewrite mode) puts the site before each one, after its label: the audit finds
+    none left, and each symbol names the site's first byte, where the monitor reports a fault
+    of the instruction after it."""
+    asbin = ROOT / "build" / "asbin"
+    obj, exe = tmp_path / "vector.o", tmp_path / "vector"
+    subprocess.run(["gcc", "-m32", f"-B{asbin}/", "-c", "-o", str(obj), str(SRC / "vector.S")],
+                   check=True, env=dict(os.environ, RING3_AS_MODE="rewrite"))
+    subprocess.run(["ld", "-m", "elf_i386", f"-Ttext=0x{TEXT_ADDR:x}", "-o", str(exe), str(obj)],
+                   check=True)
+    proc = audit(exe)
+    assert proc.stdout == "0 unrewritten sensitive instructions\n" and proc.returncode == 0
+    text = subprocess.run(["objcopy", "-O", "binary", "--only-section=.text", str(exe), "/dev/stdout"],
+                          capture_output=True, check=True).stdout
+    sys.path.insert(0, str(ROOT / "rewriter"))
+    from ring3as import abi
+    site = b"\x2e\xff\x15" + struct.pack("<I", abi.slot_address("FPU"))
+    syms = symbols(exe)
+    for name in VECTOR_STATE:
+        at = syms[name] - TEXT_ADDR
+        assert text[at:at + 7] == site, name
+    assert text.count(site) == len(VECTOR_STATE)

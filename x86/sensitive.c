@@ -314,3 +314,59 @@ bool sens_is_rewritten_pushf(const uint8_t *p, size_t len)
            p[4] == (uint8_t)slot && p[5] == (uint8_t)(slot >> 8) && p[6] == (uint8_t)(slot >> 16) &&
            p[7] == (uint8_t)(slot >> 24);
 }
+
+static bool is_vector_reg(unsigned r)
+{
+    return (r >= X86_REG_ST0 && r <= X86_REG_ST7) || (r >= X86_REG_MM0 && r <= X86_REG_MM7) ||
+           (r >= X86_REG_XMM0 && r <= X86_REG_XMM31) || (r >= X86_REG_YMM0 && r <= X86_REG_YMM31) ||
+           (r >= X86_REG_ZMM0 && r <= X86_REG_ZMM31) || (r >= X86_REG_K0 && r <= X86_REG_K7) ||
+           r == X86_REG_FPSW;
+}
+
+bool sens_touches_vector_state(const cs_insn *insn)
+{
+    switch (insn->id) {
+    case X86_INS_FXSAVE: case X86_INS_FXRSTOR: case X86_INS_XSAVE: case X86_INS_XSAVEOPT:
+    case X86_INS_XSAVEC: case X86_INS_XRSTOR: case X86_INS_XGETBV: case X86_INS_WAIT:
+    case X86_INS_EMMS: case X86_INS_FEMMS: case X86_INS_LDMXCSR: case X86_INS_STMXCSR:
+    case X86_INS_VLDMXCSR: case X86_INS_VSTMXCSR: case X86_INS_VZEROUPPER: case X86_INS_VZEROALL:
+        return true;
+    /* In the SSE groups but touching no vector register: hints, fences, cache lines, and the
+     * non-temporal store of a general register. */
+    case X86_INS_PAUSE: case X86_INS_LFENCE: case X86_INS_MFENCE: case X86_INS_SFENCE:
+    case X86_INS_PREFETCH: case X86_INS_PREFETCHW: case X86_INS_PREFETCHNTA: case X86_INS_PREFETCHT0:
+    case X86_INS_PREFETCHT1: case X86_INS_PREFETCHT2: case X86_INS_CLFLUSH: case X86_INS_CLFLUSHOPT:
+    case X86_INS_CLWB: case X86_INS_MOVNTI:
+        return false;
+    }
+    const cs_detail *d = insn->detail;
+    if (!d)
+        return false;
+    for (unsigned i = 0; i < d->groups_count; i++) {
+        switch (d->groups[i]) {
+        case X86_GRP_FPU: case X86_GRP_MMX: case X86_GRP_3DNOW: case X86_GRP_SSE1: case X86_GRP_SSE2:
+        case X86_GRP_SSE3: case X86_GRP_SSSE3: case X86_GRP_SSE41: case X86_GRP_SSE42: case X86_GRP_SSE4A:
+        case X86_GRP_AVX: case X86_GRP_AVX2: case X86_GRP_AVX512: case X86_GRP_FMA: case X86_GRP_FMA4:
+        case X86_GRP_F16C: case X86_GRP_XOP:
+            return true;
+        }
+    }
+    for (unsigned i = 0; i < d->regs_read_count; i++)
+        if (is_vector_reg(d->regs_read[i]))
+            return true;
+    for (unsigned i = 0; i < d->regs_write_count; i++)
+        if (is_vector_reg(d->regs_write[i]))
+            return true;
+    for (int i = 0; i < d->x86.op_count; i++)
+        if (d->x86.operands[i].type == X86_OP_REG && is_vector_reg(d->x86.operands[i].reg))
+            return true;
+    return false;
+}
+
+bool sens_is_fpu_site(const uint8_t *p, size_t len)
+{
+    uint32_t slot = R3_TABLE + 4u * R3_E_FPU;
+    return len >= R3_CALL_LEN && p[0] == 0x2E && p[1] == 0xFF && p[2] == 0x15 &&
+           p[3] == (slot & 0xFF) && p[4] == ((slot >> 8) & 0xFF) && p[5] == ((slot >> 16) & 0xFF) &&
+           p[6] == slot >> 24;
+}

@@ -40,6 +40,15 @@ struct sens_info sens_classify(const cs_insn *insn);
  * fills (info), or 0 when the bytes are none of these (then ask Capstone). */
 size_t sens_decode_extra(const uint8_t *p, size_t len, struct sens_info *info);
 
+/* Whether (insn) reads or writes the x87, MMX, SSE or AVX state (SDM vol. 1, 8.1, 10.2,
+ * 13.1): an x87 or vector instruction, a vector register operand, or one of the state's own
+ * (fxsave, xsave, ldmxcsr, fwait, emms, xgetbv, ...). In a rewritten kernel each must follow
+ * an FPU site (include/ring3/abi.h, R3_E_FPU). */
+bool sens_touches_vector_state(const cs_insn *insn);
+
+/* Whether (p, len) starts with the FPU site `call *%cs:R3_TABLE+4*R3_E_FPU` (R3_CALL_LEN). */
+bool sens_is_fpu_site(const uint8_t *p, size_t len);
+
 /* True when (p, len) starts with the insert-mode marker R3_INSERT_MARKER*
  * (ud1 %edi,%edi), which announces that the next instruction is sensitive. */
 bool sens_is_insert_marker(const uint8_t *p, size_t len);

@@ -53,3 +53,36 @@ void xstate_copy(uint8_t *dst, const uint8_t *src, size_t full)
             memcpy(dst + comp_off[i], src + comp_off[i], comp_size[i]);
     }
 }
+
+#define XSTATE_MXCSR_OFF 24
+#define XSTATE_MXCSR_MASK_OFF 28
+
+void xstate_make_loadable(uint8_t *image, uint64_t xcr0, uint32_t mxcsr_mask)
+{
+    uint64_t bv;
+    uint32_t mxcsr;
+    memcpy(&bv, image + XSTATE_BV_OFF, sizeof bv);
+    bv &= xcr0 & ~XSTATE_PKRU;
+    memcpy(image + XSTATE_BV_OFF, &bv, sizeof bv);
+    memset(image + XSTATE_BV_OFF + sizeof bv, 0, XSTATE_LEGACY_AND_HEADER - XSTATE_BV_OFF - sizeof bv);
+    memcpy(&mxcsr, image + XSTATE_MXCSR_OFF, sizeof mxcsr);
+    mxcsr &= mxcsr_mask;
+    memcpy(image + XSTATE_MXCSR_OFF, &mxcsr, sizeof mxcsr);
+}
+
+uint64_t xstate_xcr0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+uint32_t xstate_mxcsr_mask(void)
+{
+    uint8_t area[512] __attribute__((aligned(16)));
+    uint32_t mask;
+    memset(area, 0, sizeof area);
+    __asm__ volatile("fxsave64 %0" : "=m"(area));
+    memcpy(&mask, area + XSTATE_MXCSR_MASK_OFF, sizeof mask);
+    return mask ? mask : 0xFFBF;
+}

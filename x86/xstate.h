@@ -11,6 +11,8 @@
 #define XSTATE_BV_OFF   512             /* the header's first field: which components the image holds */
 #define XSTATE_MAGIC1   0x46505853u     /* Linux's FP_XSTATE_MAGIC1 at byte 464 of a signal frame's image */
 #define XSTATE_MAGIC_OFF 464
+#define XSTATE_SW_OFF   464             /* bytes 464-511 of the legacy area are software's (SDM vol. 1, 10.5.1) */
+#define XSTATE_SW_END   512
 
 /* PKRU is the host's, never a guest's. Guest code runs on the host's CPU, where the
  * host kernel set CR4.PKE, so WRPKRU works at CPL 3 although the guest's CPUID has
@@ -25,6 +27,17 @@ static inline void xstate_forget_pkru(uint8_t *image)
     bv &= ~XSTATE_PKRU;
     memcpy(image + XSTATE_BV_OFF, &bv, sizeof bv);
 }
+
+/* Make (image), standard format, hostile input, one that XRSTOR loads without a fault, which
+ * in the monitor would end it (SDM vol. 1, 13.8.1: #GP for an XSTATE_BV bit that XCR0 lacks,
+ * for a header byte 8-63 not zero, for an MXCSR bit outside MXCSR_MASK, 11.6.6): XSTATE_BV
+ * within (xcr0) and without PKRU (above), the rest of the header zero, MXCSR within
+ * (mxcsr_mask). What a process wrote into its own state stays its own. */
+void xstate_make_loadable(uint8_t *image, uint64_t xcr0, uint32_t mxcsr_mask);
+
+/* The host's XCR0 and MXCSR_MASK (0xFFBF where FXSAVE reports none, 11.6.6). */
+uint64_t xstate_xcr0(void);
+uint32_t xstate_mxcsr_mask(void);
 
 /* Learn the components' places in the image from CPUID; once, before xstate_copy. */
 void xstate_layout_init(void);

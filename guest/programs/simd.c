@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -84,13 +85,21 @@ static void on_usr1(int sig)
 }
 
 /* Load xmm0-7 from (want), send this process SIGUSR1 by int $0x80, store them after the
- * handler. True when the handler saw all of them zero and the values came back. */
+ * handler. True when the handler saw all of them zero and the values came back. The handler
+ * runs on a stack of pages not touched before: the kernel's first write there is the XSAVE of
+ * the vector state into the frame, which faults and is fixed up through its exception-table
+ * entry before the kernel faults the pages in and tries again (arch/x86/kernel/fpu/signal.c,
+ * copy_fpstate_to_sigframe). */
 static int signal_clears_and_restores(void)
 {
     static struct hold h;
+    enum { ALT_STACK = 1 << 16 };
     for (int i = 0; i < 128; i++)
         h.want[i] = (uint8_t)(0xA5 ^ i);
-    if (signal(SIGUSR1, on_usr1) == SIG_ERR)
+    stack_t alt = { .ss_sp = mmap(NULL, ALT_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                  -1, 0), .ss_size = ALT_STACK };
+    struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_ONSTACK };
+    if (alt.ss_sp == MAP_FAILED || sigaltstack(&alt, NULL) || sigaction(SIGUSR1, &sa, NULL))
         return 0;
     __asm__ volatile(ROWS8(LOAD_SSE, 16)
                      "movl %[nr], %%eax\n\t"

@@ -193,9 +193,10 @@
     X(0x3B, XSAVES,     2, GATE,   "xsaves of the memory operand, mask edx:eax") \
     X(0x3C, XRSTORS,    2, GATE,   "xrstors of the memory operand, mask edx:eax") \
     X(0x3D, INVPCID,    2, GATE,   "REG = type register, rm = memory descriptor") \
-    X(0x3E, STI_HLT,    0, GATE,   "the atomic pair `sti; hlt`: enables and waits in one step (SDM 6.8.3)")
+    X(0x3E, STI_HLT,    0, GATE,   "the atomic pair `sti; hlt`: enables and waits in one step (SDM 6.8.3)") \
+    X(0x3F, FPU,        0, FAST,   "none: the instruction after the site, kept, reads or writes x87/SSE/AVX state")
 
-#define R3_ENTRY_COUNT 0x3F
+#define R3_ENTRY_COUNT 0x40
 
 #ifndef __ASSEMBLER__
 enum r3_entry {

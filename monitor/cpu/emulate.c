@@ -278,6 +278,13 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
             vcpu_raise(v, VEC_GP, 0);
         break;
     case R3_E_STAC: case R3_E_CLAC: need_cpl0(v); break;
+    case R3_E_FPU:
+        /* The kernel is about to reach the vector registers: they must hold the guest's state
+         * (SDM vol. 1, 13.1), which may still wait in the stub that last ran. A process's own
+         * code has its registers already. */
+        if (v->cpl == 0)
+            aspace_vec_load(v);
+        break;
     case R3_E_MONITOR: need_cpl0(v); break;
     case R3_E_MWAIT: need_cpl0(v); if (sh->vif) halt(v); break;
     default:
@@ -337,7 +344,7 @@ void emulate_gate(void)
     emulate_site(v, entry);
     /* sysenter clears IF and touches no device: no interrupt can be taken
      * now and no deadline moved, so the devices need not be looked at. */
-    if (entry == R3_E_SYSENTER)
+    if (entry == R3_E_SYSENTER || entry == R3_E_FPU)
         goto publish;
     /* Nor does sysexit touch a device, so the host timer armed at the last gate or signal that
      * could move a deadline still stands for the earliest one, and one that expires in monitor
@@ -379,6 +386,12 @@ static bool site_entry(struct vcpu *v, uint32_t ret, unsigned *entry)
         return false;
     *entry = (slot - R3_TABLE) / 4;
     return true;
+}
+
+uint32_t emulate_fault_eip(struct vcpu *v, uint32_t eip)
+{
+    unsigned entry;
+    return site_entry(v, eip, &entry) && entry == R3_E_FPU ? eip - R3_CALL_LEN : eip;
 }
 
 bool emulate_site_entry_at(struct vcpu *v, uint32_t eip, unsigned *entry, bool *inside)

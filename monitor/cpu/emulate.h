@@ -24,6 +24,11 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux);
  * when [esp] holds no site's return address. */
 bool emulate_stepped_site(struct vcpu *v, bool step);
 
+/* Where a fault of the kernel instruction at (eip) is reported: at the FPU site before it,
+ * if there is one (the rewriter leaves the instruction after the site, and its
+ * exception-table label on the site), else at (eip). Reads guest memory without faulting. */
+uint32_t emulate_fault_eip(struct vcpu *v, uint32_t eip);
+
 /* Whether the code at (eip) is the rest of a site: the site's call
  * `call *%cs:R3_TABLE+4*N` (*entry = N), or a push and that call. (*inside)
  * tells whether some of the site has run already (its pushes, or PUSHF's

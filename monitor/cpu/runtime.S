@@ -51,7 +51,7 @@ r3_blob:
     .long stub_push_sreg - r3_blob
     .long stub_mov_to_sreg - r3_blob
     .long stub_pop_sreg - r3_blob
-    .long 0                     /* the quads below are 8-byte aligned, as in C */
+    .long stub_fpu - r3_blob    /* the quads below are 8-byte aligned, as in C */
 mon_rsp:     .quad 0            /* filled in before the page is made read-only */
 mon_fsbase:  .quad 0
 mon_handler: .quad 0
@@ -250,6 +250,22 @@ stub_mov_to_sreg:
     popfl
     jmp gate_stubs + GATE_STUB_SIZE * R3_E_POP_SREG
 
+/* Before an instruction that reads or writes the x87/SSE/AVX state (the FPU
+ * entry): the registers hold the guest's state, unless SH_VEC_LAZY says that
+ * it waits in the stub of the process that last ran; then the gate loads it.
+ * A kernel that comes here marks its vector-state code, which SH_FPU_SITES
+ * tells the monitor. Outside CPL 0 the registers are the process's own. */
+stub_fpu:
+    pushfl
+    OUTSIDE_CPL0 2f
+    movb $1, %ss:SH(SH_FPU_SITES)
+    cmpb $0, %ss:SH(SH_VEC_LAZY)
+    jne 1f
+2:  popfl
+    ret
+1:  popfl
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_FPU
+
 /* One stub per entry number: far-jump at once to 64-bit code of its own,
  * which notes the number. Nothing here touches memory through a data or
  * stack segment, which at CPL 3 ends below the kernel's pages (segment.c),
@@ -326,7 +342,12 @@ tramp64:
      * but PKRU, which stays the monitor's (x86/xstate.h). XSAVEOPT where the
      * CPU has it: the area is the one exit64's XRSTOR loaded, so the CPU may
      * leave out what is unchanged since (13.9), and monitor code writes the
-     * area only between this save and that restore. */
+     * area only between this save and that restore. Neither happens while
+     * the guest's state waits in a stub (SH_VEC_LAZY): the registers then
+     * hold nothing of the guest's, and the monitor loads its image before
+     * guest code reaches them (the FPU entry). */
+    cmpb $0, SH_VEC_LAZY(%rax)
+    jne 2f
     movq mon_xsave(%rip), %rcx
     movl $XSTATE_ALL_BUT_PKRU, %eax
     movl $-1, %edx
@@ -350,11 +371,14 @@ tramp64:
 /* Load the guest state from the shared page and iretq into it. Also the
  * first entry into the guest (monitor/cpu/runtime.c calls it). */
 exit64:
+    movl $R3_SHARED, %eax
+    cmpb $0, SH_VEC_LAZY(%rax)
+    jne 3f
     movq mon_xsave(%rip), %rcx
     movl $XSTATE_ALL_BUT_PKRU, %eax
     movl $-1, %edx
     xrstor64 (%rcx)
-    movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */
+3:  movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */
     movb $SUD_BLOCK, (%rcx)
     /* A data segment register that already holds its selector keeps it, and
      * the descriptor it was loaded from, as long as no host descriptor has

@@ -12,7 +12,7 @@
 
 struct r3_blob_header {
     uint32_t sti_off, pushf_off, popf_off, gate_off, gate_size, exit_off;
-    uint32_t push_sreg_off, mov_to_sreg_off, pop_sreg_off, pad;
+    uint32_t push_sreg_off, mov_to_sreg_off, pop_sreg_off, fpu_off;
     uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud, mon_xsave, mon_xsaveopt;
 };
 
@@ -91,6 +91,7 @@ int runtime_install(runtime_gate_fn gate)
     table[R3_E_PUSH_SREG] = R3_CODE + h->push_sreg_off;
     table[R3_E_MOV_TO_SREG] = R3_CODE + h->mov_to_sreg_off;
     table[R3_E_POP_SREG] = R3_CODE + h->pop_sreg_off;
+    table[R3_E_FPU] = R3_CODE + h->fpu_off;
     blob_gate_end = h->gate_off + R3_ENTRY_COUNT * h->gate_size;
     blob_exit_off = h->exit_off;
 

@@ -15,6 +15,8 @@
 /* Byte offsets, for monitor/cpu/runtime.S; checked against the struct below. */
 #define SH_VIF      0x00
 #define SH_PENDING  0x01
+#define SH_VEC_LAZY 0x02    /* the guest's vector state waits in a stub (monitor/mmu/aspace.c) */
+#define SH_FPU_SITES 0x03   /* the kernel ran an FPU site: it marks its vector-state code */
 #define SH_ENTRY    0x04
 #define SH_REGS     0x08    /* eax ecx edx ebx esp ebp esi edi, ModRM order */
 #define SH_EAX      0x08
@@ -61,7 +63,8 @@
 struct r3_shared {
     volatile uint8_t vif;      /* virtual EFLAGS.IF */
     volatile uint8_t pending;  /* an interrupt waits for vif */
-    uint8_t pad[2];
+    uint8_t vec_lazy;          /* the gate neither saves nor restores the vector registers */
+    uint8_t fpu_sites;         /* set by the FPU entry's stub */
     uint32_t entry;            /* entry number the gate was taken for */
     uint32_t regs[8];          /* guest general registers, ModRM order */
     uint32_t eip;
@@ -79,6 +82,8 @@ struct r3_shared {
     } segc[6];
 };
 
+_Static_assert(offsetof(struct r3_shared, vec_lazy) == SH_VEC_LAZY, "SH_VEC_LAZY");
+_Static_assert(offsetof(struct r3_shared, fpu_sites) == SH_FPU_SITES, "SH_FPU_SITES");
 _Static_assert(offsetof(struct r3_shared, entry) == SH_ENTRY, "SH_ENTRY");
 _Static_assert(offsetof(struct r3_shared, regs) == SH_REGS, "SH_REGS");
 _Static_assert(offsetof(struct r3_shared, eip) == SH_EIP, "SH_EIP");

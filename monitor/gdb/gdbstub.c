@@ -18,6 +18,7 @@
 #include "monitor/host/console.h"
 #include "monitor/host/events.h"
 #include "monitor/host/run.h"
+#include "monitor/mmu/aspace.h"
 #include "monitor/mmu/paging.h"
 #include "monitor/prompt/commands.h"
 
@@ -218,6 +219,7 @@ static void read_registers(struct vcpu *v, char *out)
     for (unsigned i = 0; i < 6; i++)
         r[10 + i] = v->sreg[sreg_order[i]].sel;
     rsp_hex(out, r, sizeof r);
+    aspace_vec_load(v);
     fpregs_to_gdb(v->fpu_image, fp);
     rsp_hex(out + strlen(out), fp, sizeof fp);
 }
@@ -238,8 +240,10 @@ static bool write_registers(struct vcpu *v, const char *in)
     v->sh->eip = r[8];
     v->sh->eflags = (v->sh->eflags & ~FL_USER) | (r[9] & FL_USER) | 2;
     v->sh->vif = (r[9] & FL_IF) != 0;
-    if (with_fp)
+    if (with_fp) {
+        aspace_vec_load(v);
         fpregs_from_gdb(v->fpu_image, fp);
+    }
     return true;
 }
 

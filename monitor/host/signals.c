@@ -367,6 +367,8 @@ static void guest_event(struct vcpu *v, const struct host_fault *f)
               f->trapno, f->err, (unsigned long long)f->addr, f->cs, (unsigned long long)f->rip);
     memcpy(v->fault_regs, v->sh->regs, sizeof v->fault_regs);
     v->fault_eip = v->sh->eip;
+    if (v->cpl == 0 && (f->sig == SIGSEGV || f->sig == SIGBUS || f->sig == SIGFPE || f->sig == SIGILL))
+        v->fault_eip = emulate_fault_eip(v, v->fault_eip);      /* a fault, not a trap: EIP at the instruction */
     v->fault_esp = v->sh->regs[REG_ESP];
     jmp_buf jb;
     v->fault_jmp = &jb;

@@ -14,6 +14,17 @@
  * Mapping changes are queued here and handed to the stub when its code next
  * runs, unmaps first. A map queued after an unmap of the same page stays; an
  * unmap drops maps queued before it; so the order of the two lists is enough.
+ *
+ * The guest's vector registers wait in the stub. After each event its control area holds the
+ * process's x87, SSE and AVX state (stub.c saves it there), and the guest kernel needs it only
+ * where it saves, restores or uses that state: a context switch, a signal frame, fork, exec.
+ * A kernel assembled by ring3-as has an FPU site before each such instruction (the rewriter's
+ * touches_vector_state; `ring3 audit` checks that none lacks it), and says so the first time
+ * one runs (SH_FPU_SITES). With such a kernel, and the stub reached through the control area
+ * (not ptrace, --syscalls=sysemu), the state stays where it is (vec_stub): the gate neither
+ * saves nor restores the registers (SH_VEC_LAZY), nor is the image sent back when the same
+ * stub runs next. The FPU site, gdb, and the end of that stub load it first (aspace_vec_load).
+ * A system call thus moves no vector state at all.
  */
 #include <asm/ldt.h>
 #include <signal.h>
@@ -75,6 +86,8 @@ static struct aspace *spaces;       /* [0, nspaces) are in use */
 static unsigned nspaces, max_spaces;
 static uint64_t run_clock;
 static bool running_user;
+static bool traced;                 /* --syscalls=sysemu: events come through ptrace */
+static struct stub *vec_stub;       /* its control area holds the guest's vector state (above) */
 
 int aspace_init(struct vcpu *v, unsigned max, enum stub_syscalls how, enum stub_placement where)
 {
@@ -82,6 +95,7 @@ int aspace_init(struct vcpu *v, unsigned max, enum stub_syscalls how, enum stub_
     runtime_xsave(&xsave_size);
     if (stubs_init(v->gm->fd, xsave_size, how, where))
         return -1;
+    traced = how == STUB_SYSEMU;
     spaces = calloc(max, sizeof *spaces);
     if (!spaces) {
         fprintf(stderr, "ring3: out of memory for %u address spaces\n", max);
@@ -309,6 +323,8 @@ static bool wait_event(struct vcpu *v, struct aspace *as, struct stub_event *ev,
  * kernel turns into SIGSEGV. */
 static void stub_lost(struct vcpu *v, struct aspace *as)
 {
+    if (vec_stub == as->stub)
+        aspace_vec_load(v);         /* what it last reported, before its control area goes */
     enum stub_loss loss = stub_loss(as->stub);
     int pid = stub_pid(as->stub), status = stub_destroy(as->stub);
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -361,6 +377,15 @@ static void handle_event(struct vcpu *v, struct aspace *as, const struct stub_ev
     signals_stub_event(v, &f, &ev->r, ev->fsbase, ev->gsbase);
 }
 
+void aspace_vec_load(struct vcpu *v)
+{
+    if (!vec_stub)
+        return;
+    stub_take_vector_state(vec_stub, v->fpu_image);
+    vec_stub = NULL;
+    v->sh->vec_lazy = 0;
+}
+
 void aspace_run_user(struct vcpu *v, void *xsave)
 {
     if (running_user)
@@ -375,9 +400,19 @@ void aspace_run_user(struct vcpu *v, void *xsave)
         regs_from_shared(v, &r);
         push_changes(v, as);
         bp_sync(&as->bp, stub_pid(as->stub), v->dr);
+        /* Another stub's state goes to this one as the CPU would carry it over; this one's
+         * own stays in it. The next event leaves it there when the kernel marks its uses. */
+        bool own = vec_stub == as->stub, lazy = v->sh->fpu_sites && !traced;
+        if (!own)
+            aspace_vec_load(v);
         uint64_t t0 = stats_start();
-        bool ok = stub_resume(as->stub, &r, xsave) == 0 && wait_event(v, as, &ev, xsave);
+        bool ok = stub_resume(as->stub, &r, own ? NULL : xsave) == 0 &&
+                  wait_event(v, as, &ev, lazy ? NULL : xsave);
         stats_handoff(t0);
+        if (ok && lazy) {
+            vec_stub = as->stub;
+            v->sh->vec_lazy = 1;
+        }
         if (!ok)
             stub_lost(v, as);
         else

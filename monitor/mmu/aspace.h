@@ -45,6 +45,11 @@ void aspace_unmap(struct aspace *as, uint32_t first, uint32_t end);
  * event at hand (v->as), or leaves it: that stub is held (stub/host.h, stub_hold), or has ended. */
 void aspace_hold(struct vcpu *v);
 
+/* Make the guest's vector registers what v->fpu_image holds (the gate's image, or a signal
+ * frame's), when they still wait in the stub that last ran (aspace.c). Before anything reads
+ * or writes that image: the kernel's FPU sites, gdb. */
+void aspace_vec_load(struct vcpu *v);
+
 /* Run guest user code (v->cpl == 3) in the current address space's stub
  * until it enters the guest kernel; the shared page then holds the kernel's
  * state, as after an in-process entry, and (xsave) the guest's vector

@@ -29,7 +29,9 @@ _WORDS = sorted(set(rules.RULES) | {a for a in rules.ALIASES}, key=len, reverse=
 CANDIDATE = re.compile(r"(?<![\w.$%])(?:" + "|".join(map(re.escape, _WORDS)) +
                        r")[bwldq]?(?![\w.$])|/\*|\*/|\.code|syntax|^\s*#\s*\d|\brep|\.byte|alternative"
                        r"|(?<![\w.$%])(?:lock|data16|data32|addr16|addr32|[c-gs]s)(?![\w.$])"
-                       r"|\.(?:push|pop)?section|\.previous|\.text\b|\.data\b|\.bss\b", re.I)
+                       r"|\.(?:push|pop)?section|\.previous|\.text\b|\.data\b|\.bss\b"
+                       r"|(?<![\w.$%])(?:" + rules.X87.pattern + "|" + "|".join(rules.VECTOR_STATE) +
+                       r")(?![\w.$])|%\s*(?:[xyz]?mm\d|st\b|k[0-7]\b)", re.I)
 
 
 # A section directive (checked on candidate lines only), and one that enters a DWARF section.
@@ -173,7 +175,8 @@ def rewrite_lines(lines, filename, mode, args, stats=None, first_line=0):
             if mnemonic != ".byte" or code != "code32" or not sections.cur:
                 continue
             decoded = decode_single(operands)
-            if decoded is None or rules.lookup(decoded[0]) is None:
+            if decoded is None or (rules.lookup(decoded[0]) is None and
+                                   not rules.touches_vector_state(*decoded)):
                 continue
             mnemonic, operands = decoded
         if id(st) in skip or not mnemonic:
@@ -189,6 +192,15 @@ def rewrite_lines(lines, filename, mode, args, stats=None, first_line=0):
         prefixes = (carried.prefixes if carried else []) + st.prefixes
         found = rules.lookup(mnemonic)
         if found is None:
+            if mode == "rewrite" and code == "code32" and rules.touches_vector_state(mnemonic, operands):
+                # The instruction stays; the site goes before it, prefixes included, and after
+                # its labels, which a jump may name. A fault in the instruction is reported at
+                # the site (monitor/host/signals.c), where an exception-table label then is.
+                first = carried or st
+                edits.setdefault(first.line, []).append(
+                    (first.start, first.start, rules.emit_site(rules.Site("FPU")) + "; "))
+                if stats is not None:
+                    stats["FPU"] = stats.get("FPU", 0) + 1
             continue
         if code != "code32":
             if code == "intel":

@@ -445,6 +445,28 @@ ALIASES = {"iretd": ("iret", 32), "pushfd": ("pushf", 32), "popfd": ("popf", 32)
            "sysretq": None, "rsm": None, "xsaves64": None, "xrstors64": None}
 
 
+# Instructions that read or write the x87, MMX, SSE or AVX state (SDM vol. 1, 8.1, 10.2, 13.1):
+# in rewrite mode each keeps its place and gets a call to FPU before it, so that the monitor
+# knows when the guest kernel reaches the vector registers (monitor/mmu/aspace.c loads a
+# process's state into them only then). The kernel builds its C without them, so these are
+# its FPU code: saving, restoring and initialising a task's state, and the boot-time checks.
+X87 = re.compile(r"f(?:2xm1|abs|addp?|bld|bstp|chs|n?clex|cmovn?[a-z]+|comi?p?|compp|cos|decstp"
+                 r"|divr?p?|freep?|iadd|icomp?|idivr?|ild|imul|incstp|n?init|istt?p?|isubr?"
+                 r"|ld|ld1|ldcw|ldenv|ldl2[et]|ldlg2|ldln2|ldpi|ldz|mulp?|nop|n?save|n?stcw"
+                 r"|n?stenv|n?stsw|patan|prem1?|ptan|rndint|rstor|scale|sin|sincos|sqrt|stp?"
+                 r"|subr?p?|tst|ucomi?p?|ucompp|wait|xam|xch|xtract|yl2x|yl2xp1|xsave|xrstor)"
+                 r"(?:s|l|t|ll|q)?")
+VECTOR_STATE = {"xsave", "xsaveopt", "xsavec", "xrstor", "ldmxcsr", "stmxcsr", "vldmxcsr",
+                "vstmxcsr", "emms", "femms", "vzeroupper", "vzeroall", "xgetbv", "wait"}
+VECTOR_REG = re.compile(r"%\s*(?:[xyz]?mm\d|st\b|k[0-7]\b)", re.I)
+
+
+def touches_vector_state(mnemonic, operands):
+    """Whether the instruction reads or writes the x87/SSE/AVX state (the FPU entry's rule)."""
+    m = mnemonic.lower()
+    return m in VECTOR_STATE or X87.fullmatch(m) is not None or VECTOR_REG.search(operands) is not None
+
+
 def lookup(mnemonic):
     """(base, rule, suffix size) for a sensitive mnemonic, else None.
 
