@@ -295,9 +295,9 @@ def test_corrupted_headers_never_crash(planted, tmp_path):
 # ---- the FPU sites (include/ring3/abi.h, R3_E_FPU) ----
 
 VECTOR_STATE = {"v_fninit": "fninit", "v_fxsave": "fxsave", "v_xrstor": "xrstor",
-                "v_xsave_bytes": "xsave", "v_fwait": "wait", "v_fldl": "fld", "v_fistpll": "fistp",
-                "v_movaps": "movaps", "v_ldmxcsr": "ldmxcsr", "v_emms": "emms", "v_xgetbv": "xgetbv",
-                "v_vzeroupper": "vzeroupper"}
+                "v_xsave_bytes": "xsave", "v_fwait": "wait", "v_fnstcw": "fnstcw", "v_fldl": "fld",
+                "v_fistpll": "fistp", "v_movaps": "movaps", "v_ldmxcsr": "ldmxcsr", "v_emms": "emms",
+                "v_xgetbv": "xgetbv", "v_vzeroupper": "vzeroupper"}
 
 
 def test_vector_state_without_its_fpu_site_is_reported():

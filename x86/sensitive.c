@@ -342,6 +342,10 @@ bool sens_touches_vector_state(const cs_insn *insn)
     const cs_detail *d = insn->detail;
     if (!d)
         return false;
+    /* Every x87 instruction has an escape opcode D8-DF (SDM vol. 2, A.5), some of which
+     * Capstone puts in no group and names no register of (fnstcw m16, fnstsw m16). */
+    if (d->x86.opcode[0] >= 0xD8 && d->x86.opcode[0] <= 0xDF)
+        return true;
     for (unsigned i = 0; i < d->groups_count; i++) {
         switch (d->groups[i]) {
         case X86_GRP_FPU: case X86_GRP_MMX: case X86_GRP_3DNOW: case X86_GRP_SSE1: case X86_GRP_SSE2:

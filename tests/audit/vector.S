@@ -13,6 +13,7 @@ vector_code:
 	V(v_xrstor, xrstor (%edi))
 	V(v_xsave_bytes, .byte 0x0f, 0xae, 0x27)
 	V(v_fwait, fwait)
+	V(v_fnstcw, fnstcw (%eax))
 	V(v_fldl, fldl 8(%esp))
 	V(v_fistpll, fistpll (%eax))
 	prefetchnta (%eax)
