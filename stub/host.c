@@ -828,13 +828,10 @@ static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
 
 void stub_take_vector_state(const struct stub *s, void *xsave)
 {
-    uint8_t *x = xsave, software[XSTATE_SW_END - XSTATE_SW_OFF];
-    memcpy(software, x + XSTATE_SW_OFF, sizeof software);
-    xstate_copy(x, STUB_CTL_FPU(s->ctl), xsave_size);
-    memcpy(x + XSTATE_SW_OFF, software, sizeof software);
+    xstate_copy(xsave, STUB_CTL_FPU(s->ctl), xsave_size);
     /* Guest code may have written any bytes there (protocol.h): the gate's XRSTOR takes them.
      * The stub's PKRU stays in the stub, and is 0 when it resumes. */
-    xstate_make_loadable(x, host_xcr0, host_mxcsr_mask);
+    xstate_make_loadable(xsave, host_xcr0, host_mxcsr_mask);
 }
 
 /* An event of a traced stub that stopped in guest code (s->stop_regs), as the stub's handler

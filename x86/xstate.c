@@ -22,16 +22,12 @@ void xstate_layout_init(void)
     }
 }
 
-/* The legacy area's bytes 464-511 are software's (the kernel's fpstate magic): XSAVE
- * leaves them and XRSTOR ignores them (SDM vol. 1, 10.5.1). */
-#define XSTATE_LEGACY_USED 464
-
 bool xstate_same(const uint8_t *a, const uint8_t *b, size_t full)
 {
     uint64_t bv_a, bv_b;
     memcpy(&bv_a, a + XSTATE_BV_OFF, sizeof bv_a);
     memcpy(&bv_b, b + XSTATE_BV_OFF, sizeof bv_b);
-    if (bv_a != bv_b || memcmp(a, b, XSTATE_LEGACY_USED))
+    if (bv_a != bv_b || memcmp(a, b, XSTATE_SW_OFF))
         return false;
     for (uint64_t bv = bv_a >> 2; bv; bv &= bv - 1) {
         unsigned i = (unsigned)__builtin_ctzll(bv) + 2;
@@ -45,7 +41,8 @@ bool xstate_same(const uint8_t *a, const uint8_t *b, size_t full)
 void xstate_copy(uint8_t *dst, const uint8_t *src, size_t full)
 {
     uint64_t bv;
-    memcpy(dst, src, XSTATE_LEGACY_AND_HEADER);
+    memcpy(dst, src, XSTATE_SW_OFF);
+    memcpy(dst + XSTATE_SW_END, src + XSTATE_SW_END, XSTATE_LEGACY_AND_HEADER - XSTATE_SW_END);
     memcpy(&bv, src + XSTATE_BV_OFF, sizeof bv);
     for (bv >>= 2; bv; bv &= bv - 1) {
         unsigned i = (unsigned)__builtin_ctzll(bv) + 2;

@@ -11,7 +11,9 @@
 #define XSTATE_BV_OFF   512             /* the header's first field: which components the image holds */
 #define XSTATE_MAGIC1   0x46505853u     /* Linux's FP_XSTATE_MAGIC1 at byte 464 of a signal frame's image */
 #define XSTATE_MAGIC_OFF 464
-#define XSTATE_SW_OFF   464             /* bytes 464-511 of the legacy area are software's (SDM vol. 1, 10.5.1) */
+/* The legacy area's bytes 464-511 are software's (a signal frame's fpstate magic): XSAVE
+ * leaves them and XRSTOR ignores them (SDM vol. 1, 10.5.1). */
+#define XSTATE_SW_OFF   464
 #define XSTATE_SW_END   512
 
 /* PKRU is the host's, never a guest's. Guest code runs on the host's CPU, where the
@@ -43,7 +45,8 @@ uint32_t xstate_mxcsr_mask(void);
 void xstate_layout_init(void);
 
 /* Copy the XSAVE image (src), standard format, (full) bytes at most, to (dst): the x87 and
- * SSE area and the header always, then only the components whose XSTATE_BV bit is set.
+ * SSE area and the header always, but for the software bytes, which stay (dst)'s, so that a
+ * signal frame keeps its magic; then only the components whose XSTATE_BV bit is set.
  * The others keep whatever (dst) held, which is fine for XRSTOR and for the kernel's
  * NT_X86_XSTATE: a component whose bit is clear is put in its initial configuration and
  * its bytes are not read (SDM vol. 1, 13.8.1). A 32-bit guest's image holds x87, SSE and

@@ -353,8 +353,8 @@ static void run_user_from_signal(struct vcpu *v, ucontext_t *uc)
         size = sizeof image;
     memcpy(image, frame, size);
     aspace_run_user(v, image);
-    memcpy(frame, image, 464);
-    memcpy(frame + 512, image + 512, size - 512);
+    memcpy(frame, image, XSTATE_SW_OFF);
+    memcpy(frame + XSTATE_SW_END, image + XSTATE_SW_END, size - XSTATE_SW_END);
 }
 
 /* A host signal (f) in guest code, with the interrupted state in the shared
