@@ -58,9 +58,11 @@
  * silent. Unmaps written with the resume instead could be skipped, and the
  * pages kept after the guest kernel freed them (tests/stub: 6h). A
  * preemption that reaches the stub while it waits in the call (commands after
- * a gate event run outside the signal handler, with signals open) makes it
- * again (SA_RESTART): the monitor, which finds the notification gone (ENOENT)
- * or its answer refused (ESRCH), answers the new one.
+ * a gate event run outside the signal handler, with signals open) before the
+ * monitor read the call makes it again (SA_RESTART): the monitor, which finds
+ * the notification gone (ENOENT) or its answer refused (ESRCH), answers the
+ * new one. Once read, the call waits killably only (stub.c: the filter's
+ * WAIT_KILLABLE_RECV), so that no answer given is lost to a restart.
  *
  * A writable range is mapped populated: the monitor maps a page writable only
  * once its entry is dirty (monitor/mmu/mmu.c, page_prot), written or about to

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <asm/unistd.h>
 #include <linux/audit.h>
+#include <linux/errno.h>
 #include <linux/filter.h>
 #include <linux/futex.h>
 #include <linux/mman.h>
@@ -568,7 +569,15 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
     struct sock_fprog fprog = { (unsigned short)build_filter(prog), prog };
     if (sys5(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
         die(7);
-    long listener = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+    /* Once the monitor has read the notification of a call, the call waits for its answer
+     * killably only (WAIT_KILLABLE_RECV, Linux 5.19). Else a preemption that wakes the stub
+     * just as the monitor answers restarts the call and loses the answer, which the monitor
+     * took as given (seccomp_do_user_notification): the stub then waits in a map call the
+     * monitor thinks done (protocol.h, "Mapping"). Older kernels refuse the flag. */
+    long listener = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
+                         SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &fprog);
+    if (listener == -EINVAL)
+        listener = sys3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
     if (listener < 0)
         die(8);
     if (send_fd(STUB_FD_SOCK, (int)listener) != 1)
