@@ -113,6 +113,10 @@ uint64_t stubs_map_calls_restarted(void);
  * for --stats. */
 uint64_t stubs_parked_found(void);
 
+/* How many times a stub owed an answer for longer than the wall-time limit while runnable and
+ * without a CPU from the host, and was waited for longer (host.c, SILENT_STARVED_NS), for --stats. */
+uint64_t stubs_starved(void);
+
 /* How many times stub_hold made a stub come to its map site, and the time it waited for them
  * in all (*wait_ns), for --stats. */
 uint64_t stubs_holds(uint64_t *wait_ns);

@@ -110,6 +110,7 @@ void stats_report(FILE *f, double seconds_in_all)
     row(f, "stub", "map calls interrupted, answered again", stubs_map_calls_restarted(), NULL);
     /* --syscalls=sud: answered in one wake-up, and held already */
     row(f, "stub", "resumes and holds that found it parked", stubs_parked_found(), NULL);
+    row(f, "stub", "waits past 10 s for a stub the host did not run", stubs_starved(), NULL);
     /* --syscalls=sud: before the guest kernel drops a translation or leaves the address space */
     uint64_t hold_ns, holds = stubs_holds(&hold_ns), hold_ticks = (uint64_t)(hold_ns / ns_per_tick);
     row(f, "stub", "held at its map site (waited)", holds, &hold_ticks);
