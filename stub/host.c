@@ -37,7 +37,9 @@
  * that is runnable and has had next to no CPU since is not asleep: the host has not run it.
  * Three instances of nx_stack_32 in a loop on a loaded 2-core VM saw that last over 10 s
  * (`R` in /proc/PID/stat, its CPU clock and scheduler statistics still, pinned with the
- * monitor to one core); each such stub ran again later, as it still ended when killed. One with under STARVED_CPU_NS since gets up to SILENT_STARVED_NS. */
+ * monitor to one core); each such stub ran again later, as it still ended when killed. One
+ * with under STARVED_CPU_NS since gets up to SILENT_STARVED_NS. Not more CPU: a stub whose
+ * calls at the map site the monitor refuses each slice (stub_wait) is runnable just after. */
 #define SILENT_CPU_NS     200000000ull
 #define SILENT_WALL_NS    10000000000ull
 #define SILENT_STARVED_NS 120000000000ull
@@ -146,7 +148,7 @@ static bool silent_too_long(const struct stub *s, struct since t)
     if (wall <= SILENT_WALL_NS)
         return false;
     if (cpu < STARVED_CPU_NS && wall <= SILENT_STARVED_NS && runnable(s)) {
-        if (!starved_since || starved_since != t.wall)
+        if (starved_since != t.wall)
             starved++;              /* counted once a wait */
         starved_since = t.wall;
         return false;
