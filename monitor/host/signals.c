@@ -353,8 +353,7 @@ static void run_user_from_signal(struct vcpu *v, ucontext_t *uc)
         size = sizeof image;
     memcpy(image, frame, size);
     aspace_run_user(v, image);
-    memcpy(frame, image, XSTATE_SW_OFF);
-    memcpy(frame + XSTATE_SW_END, image + XSTATE_SW_END, size - XSTATE_SW_END);
+    xstate_copy(frame, image, size);    /* the frame keeps its software bytes (its magic) */
 }
 
 /* A host signal (f) in guest code, with the interrupted state in the shared
