@@ -3,7 +3,8 @@
 The program installs data segments with a base and a limit, read-only, expand-down and
 not-present ones, and code segments (flat, and with a base) that it far-calls; it reports
 lar and lsl of each, the signal every access outside the rules raises, the selectors a signal
-frame holds, and the table after fork, after an entry is cleared and after exec. Natively, this
+frame holds, and the table after fork, after an entry is cleared, full (8192 entries: a child
+loads the last, selector 0xffff, and makes a system call) and after exec. Natively, this
 host's CPU and kernel are the oracle: under ring3 the guest kernel keeps the table, and ring3
 mirrors it into the host LDT of the process that runs the guest process's code
 (monitor/cpu/ldt.c), a stub or ring3's own.

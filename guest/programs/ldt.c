@@ -2,8 +2,8 @@
  * them: data segments with a base and a limit, read-only and expand-down ones, a not-present
  * one, 32-bit code segments (flat, and with a base) reached by far calls, lar and lsl of each,
  * a fault inside a code segment with a base, and the table after fork, across a signal, after
- * an entry is cleared and after exec. One line per check; run natively, this host's CPU and
- * kernel are the oracle. Only %fs is loaded with the table's selectors: glibc keeps its
+ * an entry is cleared, when full and after exec. One line per check; run natively, this host's
+ * CPU and kernel are the oracle. Only %fs is loaded with the table's selectors: glibc keeps its
  * thread pointer in %gs and copies strings through %es. */
 #include <asm/ldt.h>
 #include <setjmp.h>
@@ -166,6 +166,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc > 1 && !strcmp(argv[1], "exec")) {
         describe(1);
+        describe(LDT_ENTRIES - 8);     /* not higher: ring3's own process has entries there */
         TRY("after exec, load entry 1", load_fs(SEL(1)));
         return 0;
     }
@@ -240,6 +241,22 @@ int main(int argc, char **argv)
     TRY("cleared entry", load_fs(SEL(1)));
     printf("reinstall %d\n", set_entry(1, b, 0xFF, 0, 0, 0, 0));
     check_table_read();
+
+    /* The whole table (LDT_ENTRIES, SDM vol. 3, 3.5.1): a child after fork has all of it, up
+     * to selector 0xffff, which it loads and then makes a system call; a process that runs
+     * on the child's page directory later has none. */
+    unsigned installed = 0;
+    for (unsigned e = 10; e < LDT_ENTRIES; e++)
+        installed += set_entry(e, b, e, 0, 1, 0, 0) == 0;
+    printf("installed %u more entries\n", installed);
+    pid = fork();
+    if (pid == 0) {
+        describe(LDT_ENTRIES - 1);
+        TRY("child load the last entry", load_fs(SEL(LDT_ENTRIES - 1)));
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    printf("child exit %d\n", WEXITSTATUS(status));
 
     fflush(stdout);
     execl("/proc/self/exe", argv[0], "exec", (char *)NULL);

@@ -64,11 +64,12 @@ static uint32_t descriptor_address(struct vcpu *v, uint16_t selector, bool *ok)
     uint32_t index = selector & ~7u;
     uint32_t base, limit;
     bool guest_ldt = (v->ldtr.sel & ~3u) && index + 7 <= v->ldtr.limit;
-    if ((selector | 3) == USER_SEL && !guest_ldt) {
+    if ((selector | 3) == USER_SEL && !guest_ldt && v->isolation == ISOLATION_NONE) {
         /* In ring3's own process, user DS, ES and SS run on this host LDT
          * entry (seg_set_user_limit), which the process sees and may hand
          * back, as a sigreturn frame does: where the guest's own LDT has no
-         * such entry, it stands for the guest's flat user data segment. */
+         * such entry, it stands for the guest's flat user data segment. A
+         * stub never has it: there it is the guest's LDT entry or nothing. */
         selector = HOST_DS;
         index = selector & ~7u;
     }
@@ -556,8 +557,10 @@ void seg_sync_user(struct vcpu *v, const uint16_t real[6], uint64_t fsbase, uint
             continue;
         if (stub_ldt_unchanged(v, r, sel))
             continue;
-        if (sel == USER_SEL) {
-            /* Our limited flat segment, copied from DS to ES or back. */
+        if (sel == USER_SEL && v->isolation == ISOLATION_NONE && !ldt_covers_here(LDT_USER)) {
+            /* Our limited flat segment, copied from DS to ES or back. In a stub, or where
+             * the guest's LDT reaches it, the selector is the guest's own LDT entry, and
+             * ring3's own process has that only in an entry of its own (below). */
             v->sreg[r] = v->sreg[r == SREG_DS ? SREG_ES : SREG_DS];
             v->host_sel[r] = v->sh->sel[r] = sel;
             continue;
