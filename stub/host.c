@@ -44,6 +44,16 @@
 #define SILENT_WALL_NS    10000000000ull
 #define SILENT_STARVED_NS 120000000000ull
 #define STARVED_CPU_NS    1000000ull
+/* A host modify_ldt writes one entry, and copies the whole LDT into a new one each time
+ * (arch/x86/kernel/ldt.c, write_ldt; vmalloc'd past a page), so a stub that mirrors a large
+ * guest LDT in one run takes CPU quadratic in its size before it can answer: the child of a
+ * fork gets all of its parent's entries (tools/testing/selftests/x86/ldt_gdt.c's exec test
+ * forks with 8192). Those 8192 writes in ascending order took 135 ms of CPU on an idle AMD
+ * EPYC VM, and over SILENT_CPU_NS on a loaded one, which killed the child's stub. A run that
+ * carries LDT writes is allowed LDT_WRITE_NS for each, and LDT_ENTRY_NS for each entry the
+ * LDT may have by then, on top: 1.24 s for those 8192, 9 times what they took. */
+#define LDT_WRITE_NS   20000ull
+#define LDT_ENTRY_NS   16ull
 #define SLICE_NS       10000000ull     /* stub_wait sleeps in slices of at most this, after its spin (placement.h) */
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
@@ -75,6 +85,8 @@ struct stub {
     bool ready, dead;
     enum stub_loss loss;                /* why it is gone, once dead */
     uint32_t nmap, nunmap, ntls, nldt;  /* nldt: queued straight into the control area */
+    uint32_t ldt_top;                   /* 1 + the highest LDT entry queued */
+    uint64_t ldt_cpu;                   /* CPU time its last run's LDT writes may take (LDT_*) */
     struct stub_range map[STUB_MAX_RANGES], unmap[STUB_MAX_RANGES];
     struct stub_tls tls[3];
     struct stub *next;                  /* every stub, for the exit handler */
@@ -143,7 +155,7 @@ static bool runnable(const struct stub *s)
 static bool silent_too_long(const struct stub *s, struct since t)
 {
     uint64_t cpu = cpu_ns(s) - t.cpu, wall = now_ns() - t.wall;
-    if (cpu > SILENT_CPU_NS)
+    if (cpu > SILENT_CPU_NS + s->ldt_cpu)
         return true;
     if (wall <= SILENT_WALL_NS)
         return false;
@@ -503,6 +515,8 @@ bool stub_queue_ldt(struct stub *s, const struct stub_tls *d)
     if (s->nldt >= STUB_LDT_MAX)
         return false;
     STUB_CTL_LDT(s->ctl)[s->nldt++] = *d;
+    if (d->entry_number >= s->ldt_top)
+        s->ldt_top = d->entry_number + 1;
     return true;
 }
 
@@ -732,6 +746,7 @@ static uint32_t load_commands(struct stub *s, const struct stub_regs *r, const v
     uint32_t cmd = 0;
     c->r = *r;
     c->spin_ticks = placement_spin_ticks();
+    s->ldt_cpu = 0;
     if (s->ntls) {
         memcpy(c->tls, s->tls, sizeof s->tls[0] * s->ntls);
         c->ntls = s->ntls;
@@ -740,7 +755,8 @@ static uint32_t load_commands(struct stub *s, const struct stub_regs *r, const v
     }
     if (s->nldt) {
         c->nldt = s->nldt;
-        s->nldt = 0;
+        s->ldt_cpu = s->nldt * (LDT_WRITE_NS + s->ldt_top * LDT_ENTRY_NS);
+        s->nldt = s->ldt_top = 0;
         cmd |= STUB_CMD_LDT;
     }
     /* The stub's registers are still those its last event saved in the control area (stub
@@ -861,6 +877,7 @@ static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
     if (xsave)
         stub_take_vector_state(s, xsave);
     s->preempted.wall = 0;
+    s->ldt_cpu = 0;
 }
 
 void stub_take_vector_state(const struct stub *s, void *xsave)
@@ -899,6 +916,7 @@ static bool guest_stop_event(struct stub *s, int sig, uint32_t eax, struct stub_
     for (int i = 0; i < 6; i++)
         ev->r.sel[i] = (uint32_t)(sel[i] & 0xFFFF);
     s->preempted.wall = 0;
+    s->ldt_cpu = 0;
     s->stop = STOP_GUEST;
     return true;
 }
