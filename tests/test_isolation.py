@@ -126,6 +126,21 @@ def test_hostile_process_is_contained(tmp_path, syscalls):
     assert "alive-42" in after and "Linux version 6.12" in after, after
 
 
+def test_a_stub_given_up_as_its_process_exits_costs_the_next_processes_nothing():
+    """`hostile forge-exit`: exit_group as an event forged in the stub's control area, guest
+    code running on there, so that the hold at the guest kernel's exit_mmap gives the stub up
+    (monitor/mmu/aspace.c, aspace_hold). The process is gone by then; the processes after it,
+    which may get its page directory, run as they would. (Its #GP once went to whichever
+    process ran there next: a Segmentation fault of the first /bin/true.)"""
+    loop = 'i=0; while [ $i -lt 20 ]; do /bin/true || echo "failed $?"; i=$((i+1)); done'
+    p = subprocess.run([RING3, "run", "--stats", "--cmd", f'hostile forge-exit; echo "exit $?"; {loop}; echo done'],
+                       capture_output=True, text=True, timeout=BOOT_TIMEOUT, stdin=subprocess.DEVNULL)
+    out = p.stdout.replace("\r", "")
+    assert p.returncode == 0, p.stderr
+    assert "exit 0" in out and "done" in out and "failed" not in out, out
+    assert "stub lost: killed, silent too long" in p.stderr, p.stderr
+
+
 def test_isolation_none_cannot_stop_64_bit_code(tmp_path):
     """The paper's mode: a guest process switches to 64-bit mode and reads the monitor's
     code; the bytes it prints are the monitor's own. Its host system calls still go to the

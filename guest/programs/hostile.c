@@ -4,6 +4,9 @@
  *   hostile stub FIRST PAGES   in 64-bit mode, jump to each of PAGES pages from hex FIRST
  *   hostile pkru               wrpkru denying key 0 (or, with DENY, every key), then
  *                              int $0x80 and a write to memory
+ *   hostile forge-exit         exit_group as a forged event (forge_call), the process
+ *                              running on until its end: the next processes must not
+ *                              pay for its stub
  *
  * MARK is a file name that attempts to create through host system-call
  * numbers; ADDR (hex) an address of the monitor to read in 64-bit mode.
@@ -276,10 +279,9 @@ static void plant(uint32_t unused1, uint32_t unused2)
  * keep it: the stub is held before the guest kernel drops the page's translation, and never
  * comes (stub/host.h, stub_hold), or the unmap waits for it at its map site: given up either way. */
 #define FORGE_MARK 0x46524745u
-static void forge_munmap(uint32_t unused1, uint32_t unused2)
+static void forge_call(uint32_t nr, uint32_t unused)
 {
-    (void)unused1;
-    (void)unused2;
+    (void)unused;
     uint32_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED)
         _exit(3);
@@ -301,7 +303,7 @@ static void forge_munmap(uint32_t unused1, uint32_t unused2)
         "movl $6b, %%edx\n"
         "movq %%rdx, %c[addr](%%rax)\n"
         "movl %%edx, %c[eip](%%rax)\n"
-        "movl $91, %c[eax](%%rax)\n"   /* i386 munmap */
+        "movl %%edi, %c[eax](%%rax)\n" /* the system call: i386 munmap (91) */
         "movl $4096, %c[ecx](%%rax)\n"
         "movl %%ecx, %c[ebx](%%rax)\n"
         "movl %%esp, %c[esp](%%rax)\n"
@@ -334,14 +336,14 @@ static void forge_munmap(uint32_t unused1, uint32_t unused2)
         "movl %%edx, %%eax\n"
         BACK_TO_32
         : "=a"(got)
-        : "c"(page), [ctl] "i"(STUB_CTL_ADDR), [ev] "i"(STUB_EV_SIGNAL), [event] "i"(STUB_EVENT),
+        : "c"(page), "D"(nr), [ctl] "i"(STUB_CTL_ADDR), [ev] "i"(STUB_EV_SIGNAL), [event] "i"(STUB_EVENT),
           [run] "i"(STUB_RUN), [kind] "i"(CTL_KIND), [sig] "i"(CTL_SIG), [code] "i"(CTL_SI_CODE),
           [addr] "i"(CTL_ADDR), [eip] "i"(CTL_R_EIP), [eflags] "i"(CTL_R_EFLAGS), [eax] "i"(CTL_R_REG(0)),
           [ecx] "i"(CTL_R_REG(1)), [ebx] "i"(CTL_R_REG(3)), [esp] "i"(CTL_R_REG(4)),
           [sel0] "i"(CTL_R_SEL(0)), [sel1] "i"(CTL_R_SEL(1)), [sel2] "i"(CTL_R_SEL(2)),
           [sel3] "i"(CTL_R_SEL(3)), [sel5] "i"(CTL_R_SEL(5)), [state] "i"(CTL_STATE),
           [handoff] "i"(CTL_TRAP_HANDOFF), [site] "i"(CTL_TRAP_SITE)
-        : "edx", "esi", "edi", "memory");
+        : "edx", "esi", "memory");
     printf("read %08x\n", got);
     fflush(stdout);
 }
@@ -381,7 +383,7 @@ static void all(uint64_t monitor_addr)
     attempt("int80 creat", int80, 8, 0);
     attempt("sysenter creat", sysenter, 8, 0);
     attempt("plant", plant, 0, 0);
-    attempt("forge munmap", forge_munmap, 0, 0);
+    attempt("forge munmap", forge_call, 91, 0);
 }
 
 int main(int argc, char **argv)
@@ -408,6 +410,11 @@ int main(int argc, char **argv)
         attempt("wrpkru fffffffc", wrpkru, 0xFFFFFFFCu, 0);
         return 0;
     }
-    fprintf(stderr, "usage: hostile all MARK [ADDR] | hostile stub FIRST PAGES | hostile pkru\n");
+    if (argc == 2 && !strcmp(argv[1], "forge-exit")) {
+        forge_call(252, 0);     /* i386 exit_group */
+        return 0;
+    }
+    fprintf(stderr, "usage: hostile all MARK [ADDR] | hostile stub FIRST PAGES | hostile pkru | "
+                    "hostile forge-exit\n");
     return 2;
 }

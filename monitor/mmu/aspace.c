@@ -77,6 +77,8 @@ struct aspace {
     struct user_desc tls[3];        /* what its host GDT TLS entries hold */
     struct ldt_mirror *ldt;         /* what its host LDT holds of the guest's (NULL: nothing yet) */
     uint64_t ldt_gen;               /* ldt_gen() when that was last brought up to date */
+    bool lost_at_hold;              /* its stub was given up at a hold (aspace_hold) ... */
+    uint64_t lost_switches;         /* ... when `switches` was this */
     unsigned nmap, nunmap;
     struct pending_map map[MAX_PENDING_MAPS];
     struct page_run { uint32_t first, end; } unmap[STUB_MAX_RANGES];
@@ -85,6 +87,8 @@ struct aspace {
 static struct aspace *spaces;       /* [0, nspaces) are in use */
 static unsigned nspaces, max_spaces;
 static uint64_t run_clock;
+static uint64_t switches;           /* how often user code has run under another page directory */
+static uint32_t last_pd;
 static bool running_user;
 static bool traced;                 /* --syscalls=sysemu: events come through ptrace */
 static struct stub *vec_stub;       /* its control area holds the guest's vector state (above) */
@@ -159,6 +163,10 @@ struct aspace *aspace_current(struct vcpu *v)
         as->epoch = v->tlb_epoch;
     }
     as->last_run = ++run_clock;
+    if (pd != last_pd) {
+        switches++;
+        last_pd = pd;
+    }
     return as;
 }
 
@@ -209,11 +217,22 @@ void aspace_unmap(struct aspace *as, uint32_t first, uint32_t end)
     as->nunmap++;
 }
 
+/* A stub given up here is replaced when its address space next runs user code (stub_lost).
+ * Whose #GP that is depends on what ran since: a process that exits (its pages dropped
+ * at exit_mmap, or at its last CR3 write) never runs again, and its page directory may go
+ * to a new process, which must not pay for it. That takes a switch to another page
+ * directory first: the new process is made while another runs, and a uniprocessor guest
+ * runs one process at a time. So the #GP goes to the next user code of this page directory
+ * only when no other ran in between: the process that was running, e.g. one whose forged
+ * event a munmap's hold found (guest/programs/hostile.c). */
 void aspace_hold(struct vcpu *v)
 {
-    if (v->as && v->as->stub && stub_hold(v->as->stub) < 0)
-        TRACE(v, "stub %d of address space %08x given up: not held (%s)", stub_pid(v->as->stub), v->as->pd,
-              stub_loss_name(stub_loss(v->as->stub)));
+    if (!v->as || !v->as->stub || stub_hold(v->as->stub) == 0)
+        return;
+    TRACE(v, "stub %d of address space %08x given up: not held (%s)", stub_pid(v->as->stub), v->as->pd,
+          stub_loss_name(stub_loss(v->as->stub)));
+    v->as->lost_at_hold = true;
+    v->as->lost_switches = switches;
 }
 
 static int by_linear(const void *a, const void *b)
@@ -320,17 +339,21 @@ static bool wait_event(struct vcpu *v, struct aspace *as, struct stub_event *ev,
 
 /* The stub died, or broke the protocol (guest code took it over): a new,
  * empty one takes its place, and the guest process gets the #GP that its
- * kernel turns into SIGSEGV. */
+ * kernel turns into SIGSEGV; not when it was given up at a hold and user
+ * code of another page directory has run since (aspace_hold). */
 static void stub_lost(struct vcpu *v, struct aspace *as)
 {
+    bool charged = !as->lost_at_hold || as->lost_switches == switches;
+    as->lost_at_hold = false;
     if (vec_stub == as->stub)
         aspace_vec_load(v);         /* what it last reported, before its control area goes */
     enum stub_loss loss = stub_loss(as->stub);
     int pid = stub_pid(as->stub), status = stub_destroy(as->stub);
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     stats_stub_lost(loss, sig);
-    TRACE(v, "stub %d of address space %08x lost at eip %08x: %s (signal %d, exit status %d)", pid, as->pd,
-          v->sh->eip, stub_loss_name(loss), sig, sig ? 0 : WEXITSTATUS(status));
+    TRACE(v, "stub %d of address space %08x lost at eip %08x: %s (signal %d, exit status %d)%s", pid, as->pd,
+          v->sh->eip, stub_loss_name(loss), sig, sig ? 0 : WEXITSTATUS(status),
+          charged ? "" : "; given up at a hold, and another page directory ran since: no #GP");
     bp_task_close(&as->bp);
     as->stub = stub_create();
     if (!as->stub)
@@ -341,6 +364,8 @@ static void stub_lost(struct vcpu *v, struct aspace *as)
     if (as->ldt)
         as->ldt->n = 0;             /* a new stub's LDT is empty */
     as->ldt_gen = 0;
+    if (!charged)
+        return;
     struct stub_regs r;
     regs_from_shared(v, &r);
     struct host_fault f = {.sig = SIGKILL, .cs = HOST_CS32, .rip = r.eip};
