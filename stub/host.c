@@ -435,9 +435,17 @@ int stub_destroy(struct stub *s)
     if (!s)
         return 0;
     kill_stub(s);
-    int st = 0;                         /* a traced stub may report a stop before its end */
-    while (waitpid(s->pid, &st, __WALL) == s->pid && !WIFEXITED(st) && !WIFSIGNALED(st))
-        ;
+    int st = 0;
+    for (;;) {
+        /* The monitor's handlers do not restart calls (signals.c): its timer interrupts the
+         * wait, which then goes on, or the stub would stay a zombie and its status be lost.
+         * A traced stub may report a stop before its end. */
+        pid_t r = waitpid(s->pid, &st, __WALL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r != s->pid || WIFEXITED(st) || WIFSIGNALED(st))
+            break;
+    }
     for (struct stub **p = &all_stubs; *p; p = &(*p)->next)
         if (*p == s) {
             *p = s->next;
