@@ -9,11 +9,12 @@ host's CPU and kernel are the oracle: under ring3 the guest kernel keeps the tab
 mirrors it into the host LDT of the process that runs the guest process's code
 (monitor/cpu/ldt.c), a stub or ring3's own.
 """
+import re
 import subprocess
 
 import pytest
 
-from conftest import BUILD, ring3_ok
+from conftest import BUILD, ring3_cmd, ring3_ok
 
 LDT = BUILD / "guest" / "programs" / "ldt"
 
@@ -35,3 +36,15 @@ def test_ldt_segments_as_natively(isolation, native):
     out = ring3_ok("ldt", "--isolation", isolation, timeout=120)
     mine = out.replace("\r", "").splitlines()
     assert mine == native, differences(mine, native) or f"{len(mine)} lines, natively {len(native)}"
+
+
+def test_a_stub_left_a_large_ldt_is_replaced_not_cleared(native):
+    """The process exec'ed at the end runs on the page directory of the child that had all
+    8192 entries. Clearing them in that stub's host LDT would take 8192 host modify_ldt calls,
+    each a copy of the whole table; ring3 takes a fresh stub instead (monitor/mmu/aspace.c,
+    push_ldt), and the process sees the same empty table as natively."""
+    p = ring3_cmd("ldt", "--stats", timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    mine = p.stdout.replace("\r", "").splitlines()
+    assert mine == native, differences(mine, native)
+    assert re.search(r"replaced, not its large LDT cleared\s+[1-9]", p.stderr), p.stderr[-3000:]

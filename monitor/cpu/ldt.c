@@ -45,13 +45,19 @@ void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d)
     d->useable = (raw & D_AVL) ? 1 : 0;
 }
 
+/* The guest LDT's entry count: none with a null LDTR (SDM vol. 3, 3.5.1). */
+static unsigned guest_entries(const struct vcpu *v)
+{
+    return (v->ldtr.sel & ~3u) ? (v->ldtr.limit + 1) / 8 : 0;
+}
+
 void ldt_loaded(struct vcpu *v)
 {
     generation++;
     if (v->isolation == ISOLATION_NONE) {
         static struct ldt_mirror here;
         ldt_update(v, &here, LDT_ENTRIES, NULL, NULL);
-        here_entries = (v->ldtr.sel & ~3u) ? (v->ldtr.limit + 1) / 8 : 0;
+        here_entries = guest_entries(v);
     }
 }
 
@@ -60,16 +66,45 @@ uint64_t ldt_gen(void)
     return generation;
 }
 
-/* Guest LDT entry (i), read as the CPU reads descriptors (supervisor rights,
- * no accessed or dirty bit set); 0 where no page or no memory backs it. */
-static uint64_t guest_entry(struct vcpu *v, unsigned i)
+/* The guest's LDT read a page at a time: one walk for its 512 entries, not one each. */
+struct ldt_reader {
+    uint32_t page;                  /* linear page of p (meaningful when known) */
+    bool known;
+    const uint8_t *p;               /* its bytes, NULL where no page or no memory backs it */
+};
+
+/* The bytes of linear page (page), read as the CPU reads descriptors
+ * (supervisor rights, no accessed or dirty bit set). */
+static const uint8_t *reader_page(struct vcpu *v, struct ldt_reader *r, uint32_t page)
 {
-    struct walk w;
+    if (!r->known || r->page != page) {
+        struct walk w;
+        r->page = page;
+        r->known = true;
+        r->p = paging_walk(v, page, MMU_READ, false, false, &w) ? NULL
+                                                                 : guestmem_ptr(v->gm, w.phys, 4096);
+    }
+    return r->p;
+}
+
+/* Guest LDT entry (i); 0 where no page or no memory backs any of its bytes.
+ * A descriptor that straddles two pages is read from both (SDM vol. 3, 3.5.1:
+ * the LDT is at a linear address, with no alignment required). */
+static uint64_t guest_entry(struct vcpu *v, struct ldt_reader *r, unsigned i)
+{
     uint32_t at = v->ldtr.base + i * 8;
-    if (paging_walk(v, at, MMU_READ, false, false, &w))
-        return 0;
-    const uint64_t *p = guestmem_ptr(v->gm, w.phys, 8);
-    return p ? *p : 0;
+    uint8_t bytes[8];
+    for (unsigned done = 0; done < 8;) {
+        uint32_t a = at + done, off = a & 0xFFF, n = 4096 - off < 8 - done ? 4096 - off : 8 - done;
+        const uint8_t *p = reader_page(v, r, a & ~0xFFFu);
+        if (!p)
+            return 0;
+        memcpy(bytes + done, p + off, n);
+        done += n;
+    }
+    uint64_t raw;
+    memcpy(&raw, bytes, 8);
+    return raw;
 }
 
 /* modify_ldt in ring3's own process. */
@@ -81,6 +116,14 @@ static void write_here(void *ctx, const struct user_desc *d)
         TRACE(v, "the host refused guest LDT entry %u", d->entry_number);
 }
 
+unsigned ldt_stale(const struct vcpu *v, const struct ldt_mirror *m)
+{
+    unsigned stale = 0;
+    for (unsigned i = guest_entries(v); i < m->n; i++)
+        stale += m->raw[i] != 0;
+    return stale;
+}
+
 void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
                 void (*write)(void *ctx, const struct user_desc *d), void *ctx)
 {
@@ -88,14 +131,15 @@ void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
         write = write_here;
         ctx = v;
     }
-    unsigned n = (v->ldtr.sel & ~3u) ? (v->ldtr.limit + 1) / 8 : 0;
+    unsigned n = guest_entries(v);
     if (n > max) {
         TRACE(v, "guest LDT entries %u and up are not mirrored", max);
         n = max;
     }
     unsigned top = n > m->n ? n : m->n;
+    struct ldt_reader r = {0};
     for (unsigned i = 0; i < top; i++) {
-        uint64_t raw = i < n ? guest_entry(v, i) : 0;
+        uint64_t raw = i < n ? guest_entry(v, &r, i) : 0;
         if (i < m->n && raw == m->raw[i])
             continue;
         if (i >= m->n && raw == 0)

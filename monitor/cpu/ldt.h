@@ -48,6 +48,10 @@ uint64_t ldt_gen(void);
 void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
                 void (*write)(void *ctx, const struct user_desc *d), void *ctx);
 
+/* How many non-empty entries of (m) the guest's LDT now leaves out: what
+ * ldt_update would clear, one host modify_ldt each. */
+unsigned ldt_stale(const struct vcpu *v, const struct ldt_mirror *m);
+
 /* Whether the guest's LDT, mirrored into ring3's own host LDT with
  * --isolation=none, has entry (index) there; then ring3 may not use it. */
 bool ldt_covers_here(unsigned index);

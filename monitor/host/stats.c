@@ -22,7 +22,7 @@ struct counter {
 };
 
 static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes, handoffs;
-static uint64_t map_requests, pages_mapped, stubs_lost[STUB_LOSS_KINDS][NSIG];  /* by the signal that ended it */
+static uint64_t map_requests, pages_mapped, stubs_renewed, stubs_lost[STUB_LOSS_KINDS][NSIG];  /* by the signal that ended it */
 static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
 
@@ -64,6 +64,7 @@ void stats_add_map_request(unsigned pages)
     pages_mapped += pages;
 }
 void stats_add_stub_lost(enum stub_loss why, int sig) { stubs_lost[why % STUB_LOSS_KINDS][(unsigned)sig % NSIG]++; }
+void stats_add_stub_renewed(void) { stubs_renewed++; }
 void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
@@ -111,6 +112,7 @@ void stats_report(FILE *f, double seconds_in_all)
     /* --syscalls=sud: answered in one wake-up, and held already */
     row(f, "stub", "resumes and holds that found it parked", stubs_parked_found(), NULL);
     row(f, "stub", "waits past 10 s for a stub the host did not run", stubs_starved(), NULL);
+    row(f, "stub", "replaced, not its large LDT cleared", stubs_renewed, NULL);
     /* --syscalls=sud: before the guest kernel drops a translation or leaves the address space */
     uint64_t hold_ns, holds = stubs_holds(&hold_ns), hold_ticks = (uint64_t)(hold_ns / ns_per_tick);
     row(f, "stub", "held at its map site (waited)", holds, &hold_ticks);

@@ -38,6 +38,7 @@ void stats_add_cr3(uint64_t t0);
 void stats_add_handoff(uint64_t t0);
 void stats_add_map_request(unsigned pages);
 void stats_add_stub_lost(enum stub_loss why, int sig);
+void stats_add_stub_renewed(void);
 
 /* The start of a timed event: the TSC when --stats is on, else 0 (nothing else is paid). */
 static inline uint64_t stats_start(void) { return stats_enabled ? __rdtsc() : 0; }
@@ -58,6 +59,8 @@ static inline void stats_map_request(unsigned pages) { if (stats_enabled) stats_
  * instruction of its own caused, unless it broke the stub itself. A process that means no harm
  * never loses one. */
 static inline void stats_stub_lost(enum stub_loss why, int sig) { if (stats_enabled) stats_add_stub_lost(why, sig); }
+/* A stub replaced by a fresh one, cheaper than clearing its host LDT (aspace.c, push_ldt). */
+static inline void stats_stub_renewed(void) { if (stats_enabled) stats_add_stub_renewed(); }
 
 /* Print the table to (f): one row per kind seen, with count, total and mean host time. */
 void stats_report(FILE *f, double seconds_in_all);

@@ -246,12 +246,46 @@ static void queue_ldt(void *stub, const struct user_desc *d)
     stub_queue_ldt(stub, (const struct stub_tls *)d);
 }
 
+/* A new, empty stub in place of the one (as) had, which is gone: nothing of
+ * the process is mapped in it yet, and its TLS and LDT entries are empty. */
+static void fresh_stub(struct vcpu *v, struct aspace *as)
+{
+    bp_task_close(&as->bp);
+    as->stub = stub_create();
+    if (!as->stub)
+        no_stub(v);
+    as->nmap = as->nunmap = 0;
+    mmu_tlb_forget(as->tlb);
+    as->tls_known = false;
+    if (as->ldt)
+        as->ldt->n = 0;
+    as->ldt_gen = 0;
+}
+
+/* Clearing this many entries of a stub's host LDT costs more than a fresh stub from the
+ * pool and the faults that map the process into it again. Each host modify_ldt copies the
+ * whole table (ldt.h): clearing 8192 entries of a full one took 130 ms of CPU on one core
+ * of an AMD EPYC VM and 300 ms when the stub had run on both (an IPI to the other for each,
+ * arch/x86/kernel/ldt.c, install_ldt), where taking a stub from the pool costs under 1 ms. */
+#define LDT_STALE_RENEW 256
+
 /* The stub's host LDT as the guest's is now, after an lldt since it was last
- * brought up to date. Its mirror is made once a guest LDT is loaded. */
+ * brought up to date. Its mirror is made once a guest LDT is loaded. A stub
+ * whose LDT holds many entries the guest's no longer has (the page directory of
+ * a process with a large LDT, now another's) is replaced, not cleared. */
 static void push_ldt(struct vcpu *v, struct aspace *as)
 {
     if (as->ldt_gen == ldt_gen())
         return;
+    if (as->ldt && ldt_stale(v, as->ldt) >= LDT_STALE_RENEW) {
+        TRACE(v, "address space %08x: a fresh stub, not %u LDT entries cleared", as->pd,
+              ldt_stale(v, as->ldt));
+        if (vec_stub == as->stub)
+            aspace_vec_load(v);
+        stub_destroy(as->stub);
+        fresh_stub(v, as);
+        stats_stub_renewed();
+    }
     if (!as->ldt && (v->ldtr.sel & ~3u) && !(as->ldt = calloc(1, sizeof *as->ldt)))
         TRACE(v, "no memory for the LDT of address space %08x", as->pd);
     if (as->ldt)
@@ -265,6 +299,7 @@ _Static_assert(sizeof(struct user_desc) == sizeof(struct stub_tls), "user_desc i
  * neighbouring pages on neighbouring frames with the same rights go as one. */
 static void push_changes(struct vcpu *v, struct aspace *as)
 {
+    push_ldt(v, as);                /* first: it may replace the stub */
     for (unsigned i = 0; i < as->nunmap; i++)
         stub_queue_unmap(as->stub, as->unmap[i].first << 12, as->unmap[i].end - as->unmap[i].first);
     qsort(as->map, as->nmap, sizeof as->map[0], by_linear);
@@ -290,7 +325,6 @@ static void push_changes(struct vcpu *v, struct aspace *as)
         }
     }
     as->tls_known = true;
-    push_ldt(v, as);
 }
 
 /* The user state in the shared page, as the stub resumes it. */
@@ -354,16 +388,7 @@ static void stub_lost(struct vcpu *v, struct aspace *as)
     TRACE(v, "stub %d of address space %08x lost at eip %08x: %s (signal %d, exit status %d)%s", pid, as->pd,
           v->sh->eip, stub_loss_name(loss), sig, sig ? 0 : WEXITSTATUS(status),
           charged ? "" : "; given up at a hold, and another page directory ran since: no #GP");
-    bp_task_close(&as->bp);
-    as->stub = stub_create();
-    if (!as->stub)
-        no_stub(v);
-    as->nmap = as->nunmap = 0;
-    mmu_tlb_forget(as->tlb);
-    as->tls_known = false;
-    if (as->ldt)
-        as->ldt->n = 0;             /* a new stub's LDT is empty */
-    as->ldt_gen = 0;
+    fresh_stub(v, as);
     if (!charged)
         return;
     struct stub_regs r;
