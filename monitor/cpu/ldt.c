@@ -21,7 +21,7 @@
 #define D_DB         (1ull << 54)
 #define D_G          (1ull << 55)
 
-static uint64_t generation = 1;
+uint64_t ldt_generation = 1;
 static unsigned here_entries;       /* how many entries the guest's LDT has in ring3's own process */
 
 void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d)
@@ -53,7 +53,7 @@ static unsigned guest_entries(const struct vcpu *v)
 
 void ldt_loaded(struct vcpu *v)
 {
-    generation++;
+    ldt_generation++;
     if (v->isolation == ISOLATION_NONE) {
         static struct ldt_mirror here;
         ldt_update(v, &here, LDT_ENTRIES, NULL, NULL);
@@ -63,7 +63,7 @@ void ldt_loaded(struct vcpu *v)
 
 uint64_t ldt_gen(void)
 {
-    return generation;
+    return ldt_generation;
 }
 
 /* The guest's LDT read a page at a time: one walk for its 512 entries, not one each. */
@@ -151,7 +151,7 @@ void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
     }
     /* Entries from n on are empty on the host now, and counted as such. */
     m->n = top;
-    m->gen = generation;
+    m->gen = ldt_generation;
 }
 
 bool ldt_covers_here(unsigned index)

@@ -41,6 +41,7 @@ void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d);
 void ldt_loaded(struct vcpu *v);
 
 /* Counts ldt_loaded calls: a mirror older than this may be out of date. */
+extern uint64_t ldt_generation;
 uint64_t ldt_gen(void);
 
 /* Bring (m) up to the guest's LDT now, at most (max) entries: (write) gets

@@ -58,6 +58,7 @@ mon_handler: .quad 0
 mon_sud:     .quad 0            /* address of the Syscall User Dispatch selector byte */
 mon_xsave:   .quad 0            /* 64-byte aligned XSAVE area for the guest's vector state */
 mon_xsaveopt: .quad 0           /* nonzero: the CPU has XSAVEOPT (CPUID.(EAX=0DH,ECX=1):EAX bit 0) */
+mon_fast:    .quad 0            /* fast_syscall (fast_syscall.h), or 0: none */
     .balign 16
 
     .code32
@@ -348,7 +349,18 @@ tramp64:
      * guest code reaches them (the FPU entry). */
     cmpb $0, SH_VEC_LAZY(%rax)
     jne 2f
-    movq mon_xsave(%rip), %rcx
+    /* SYSENTER and SYSEXIT first try the path that leaves the registers alone; its
+     * code uses none of them (fast_syscall.h). */
+    cmpq $0, mon_fast(%rip)
+    je 3f
+    cmpl $R3_E_SYSENTER, SH_ENTRY(%rax)
+    je 4f
+    cmpl $R3_E_SYSEXIT, SH_ENTRY(%rax)
+    jne 3f
+4:  call *mon_fast(%rip)
+    testl %eax, %eax
+    jnz exit_vector_live
+3:  movq mon_xsave(%rip), %rcx
     movl $XSTATE_ALL_BUT_PKRU, %eax
     movl $-1, %edx
     cmpq $0, mon_xsaveopt(%rip)
@@ -378,7 +390,9 @@ exit64:
     movl $XSTATE_ALL_BUT_PKRU, %eax
     movl $-1, %edx
     xrstor64 (%rcx)
-3:  movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */
+3:
+exit_vector_live:               /* the vector registers hold the guest's state already */
+    movq mon_sud(%rip), %rcx    /* from here on, a system call is the guest's */
     movb $SUD_BLOCK, (%rcx)
     /* A data segment register that already holds its selector keeps it, and
      * the descriptor it was loaded from, as long as no host descriptor has

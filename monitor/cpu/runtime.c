@@ -13,7 +13,7 @@
 struct r3_blob_header {
     uint32_t sti_off, pushf_off, popf_off, gate_off, gate_size, exit_off;
     uint32_t push_sreg_off, mov_to_sreg_off, pop_sreg_off, fpu_off;
-    uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud, mon_xsave, mon_xsaveopt;
+    uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud, mon_xsave, mon_xsaveopt, mon_fast;
 };
 
 extern const char r3_blob[], r3_blob_end[];
@@ -48,7 +48,7 @@ static void *xsave_area(void)
     return area;
 }
 
-int runtime_install(runtime_gate_fn gate)
+int runtime_install(runtime_gate_fn gate, runtime_fast_fn fast)
 {
     size_t blob_len = (size_t)(r3_blob_end - r3_blob);
     size_t code_room = R3_RUNTIME_BASE + R3_RUNTIME_SIZE - R3_CODE;
@@ -76,6 +76,7 @@ int runtime_install(runtime_gate_fn gate)
     h->mon_rsp = (uint64_t)(uintptr_t)stack + GATE_STACK_SIZE;
     h->mon_fsbase = r3_monitor_fsbase;
     h->mon_handler = (uint64_t)(uintptr_t)gate;
+    h->mon_fast = (uint64_t)(uintptr_t)fast;
     h->mon_sud = (uint64_t)(uintptr_t)&r3_sud_selector;
     h->mon_xsave = (uint64_t)(uintptr_t)xsave;
     uint32_t a, b, c, d;

@@ -12,10 +12,15 @@
  * resumes with the shared page's registers, EIP, EFLAGS and selectors. */
 typedef void (*runtime_gate_fn)(void);
 
+/* Called the same way, before the vector registers are saved, for SYSENTER and
+ * SYSEXIT: nonzero when it did all the gate's work (fast_syscall.h). */
+typedef int (*runtime_fast_fn)(void);
+
 /* Maps R3_RUNTIME_BASE..+R3_RUNTIME_SIZE (which must lie inside the caller's
  * low-4-GiB reservation or be free), copies the blob, fills the entry table
- * and makes table and code read-only. Returns 0, or -1 with errno set. */
-int runtime_install(runtime_gate_fn gate);
+ * and makes table and code read-only; (fast) may be NULL. Returns 0, or -1
+ * with errno set. */
+int runtime_install(runtime_gate_fn gate, runtime_fast_fn fast);
 
 /* Enters the guest with the state in the shared page; does not return. */
 _Noreturn void runtime_enter_guest(void);

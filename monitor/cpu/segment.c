@@ -26,9 +26,12 @@
 
 #include "segment.h"
 
+#include "fast_syscall.h"
 #include "ldt.h"
 
+#include "memory/guestmem.h"
 #include "monitor/mmu/mmu.h"
+#include "monitor/mmu/paging.h"
 
 #include "vcpu.h"
 
@@ -42,13 +45,8 @@
 
 static unsigned dpl_of(const struct seg *s) { return (s->attr >> 5) & 3; }
 
-/* ring3's own host LDT entries sit above the guest LDT entries it mirrors (ldt.h): one per
- * segment register for segments with a base or a limit, then the one user DS, ES and SS run
- * on in its own process (seg_set_user_limit). */
-#define LDT_OWN(sreg) (LDT_OWN_FIRST + (sreg))
-#define LDT_USER LDT_OWN(6)
-#define USER_SEL ((LDT_USER << 3) | 4 | 3)
-_Static_assert(LDT_USER < LDT_ENTRIES, "ring3's own LDT entries fit in the LDT");
+/* What the fast path of SYSENTER and SYSEXIT reads of the state kept below (fast_syscall.h). */
+struct fast_facts fast_facts;
 
 void seg_decode(uint64_t raw, uint16_t selector, struct seg *out)
 {
@@ -124,7 +122,10 @@ static bool tls_valid[TLS_COUNT];
 
 /* set_thread_area for a host GDT TLS entry. The x86-64 system call table has
  * none; the i386 one (int $0x80, number 243) takes a 32-bit pointer, so the
- * descriptor goes through the shared page's scratch area. */
+ * descriptor goes through the shared page's scratch area. A TLS entry written
+ * outside seg_sync_tls leaves what fast_syscall knew of them out of date. */
+static bool tls_write_failed;       /* a host_set_thread_area failed during seg_sync_tls */
+
 static bool host_set_thread_area(struct vcpu *v, const struct user_desc *d)
 {
     struct user_desc *low = (struct user_desc *)(uintptr_t)(R3_SHARED + SH_SCRATCH);
@@ -132,7 +133,10 @@ static bool host_set_thread_area(struct vcpu *v, const struct user_desc *d)
 
     *low = *d;
     seg_host_descriptors_changed(v);
+    fast_facts.tls_known = false;
     __asm__ volatile("int $0x80" : "=a"(r) : "a"(243), "b"(low) : "memory", "r8", "r9", "r10", "r11");
+    if (r != 0)
+        tls_write_failed = true;
     return r == 0;
 }
 
@@ -187,8 +191,29 @@ static bool tls_sync(struct vcpu *v, const struct seg *s)
     return true;
 }
 
+/* After seg_sync_tls made the host's TLS entries from (raw), read at GDT linear (at): where
+ * those bytes are in guest memory, for fast_syscall to see whether they changed. */
+static void tls_remember(struct vcpu *v, uint32_t at, const uint64_t raw[TLS_COUNT])
+{
+    struct walk w;
+    if ((at & 7) || (at & 0xFFF) > 0x1000 - TLS_COUNT * 8 || paging_walk(v, at, MMU_READ, false, false, &w))
+        return;
+    const uint64_t *p = guestmem_ptr(v->gm, w.phys, TLS_COUNT * 8);
+    if (!p)
+        return;
+    struct fast_facts *f = &fast_facts;
+    f->tls_at = p;
+    memcpy(f->tls_raw, raw, sizeof f->tls_raw);
+    f->tls_walk_epoch = v->walk_epoch;
+    f->tls_gdt_base = v->gdtr.base;
+    f->tls_gdt_limit = v->gdtr.limit;
+    f->tls_known = true;
+}
+
 void seg_sync_tls(struct vcpu *v)
 {
+    uint64_t read[TLS_COUNT];
+    tls_write_failed = false;
     for (unsigned i = 0; i < TLS_COUNT; i++) {
         uint16_t sel = (uint16_t)((TLS_FIRST + i) << 3);
         uint64_t raw;
@@ -196,6 +221,7 @@ void seg_sync_tls(struct vcpu *v)
 
         if (!seg_read_descriptor(v, sel, &raw))
             return;
+        read[i] = raw;
         seg_decode(raw, sel, &s);
         if (!tls_sync(v, &s) && tls_valid[i]) {
             /* Not a descriptor set_thread_area takes (or an empty one): make the
@@ -206,6 +232,9 @@ void seg_sync_tls(struct vcpu *v)
                 tls_valid[i] = false;
         }
     }
+    /* Run again on the same descriptors it would write nothing, unless a write failed. */
+    if (!tls_write_failed)
+        tls_remember(v, v->gdtr.base + TLS_FIRST * 8, read);
 }
 
 void seg_tls_descriptor(struct vcpu *v, unsigned i, struct user_desc *d)
@@ -238,17 +267,15 @@ static bool own_entry_free(struct vcpu *v, unsigned index)
     return true;
 }
 
-/* The host LDT entry of user mode's flat data segments, after one per sreg. */
-static uint32_t user_top;           /* what entry LDT_USER now ends below; 0: not set */
-static uint64_t user_gen;
-
+/* The host LDT entry of user mode's flat data segments, after one per sreg; where it ends is
+ * fast_facts.user_top. */
 bool seg_set_user_limit(struct vcpu *v, uint32_t top)
 {
     struct user_desc d;
 
-    if (top == user_top && user_gen == ldt_gen())
+    if (top == fast_facts.user_top && fast_facts.user_gen == ldt_gen())
         return true;
-    user_top = 0;
+    fast_facts.user_top = 0;
     if (top < 0x1000 || !own_entry_free(v, LDT_USER))
         return false;
     memset(&d, 0, sizeof d);
@@ -259,16 +286,10 @@ bool seg_set_user_limit(struct vcpu *v, uint32_t top)
     seg_host_descriptors_changed(v);
     if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0)
         return false;
-    user_top = top;
-    user_gen = ldt_gen();
+    fast_facts.user_top = top;
+    fast_facts.user_gen = ldt_gen();
     TRACE(v, "user data segments end below %08x", top);
     return true;
-}
-
-static bool is_flat_data(const struct seg *s)
-{
-    return (s->sel & ~3u) && !(s->attr & ATTR_CODE) && !(s->attr & ATTR_CONF) &&
-           s->base == 0 && s->limit == 0xFFFFFFFFu;
 }
 
 void seg_user_data(struct vcpu *v)
@@ -278,12 +299,10 @@ void seg_user_data(struct vcpu *v)
 
     for (unsigned i = 0; i < 3; i++) {
         unsigned r = limited[i];
-        if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && is_flat_data(&v->sreg[r]))
+        if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && seg_is_flat_data(&v->sreg[r]))
             v->host_sel[r] = v->sh->sel[r] = flat;
     }
 }
-
-static struct seg fast_seg[6];      /* what each SH_SEGC entry loads, as the vcpu holds it */
 
 static bool fast_reg(unsigned sreg)
 {
@@ -298,7 +317,7 @@ static void remember_load(struct vcpu *v, unsigned sreg, uint16_t selector, uint
 
     if (v->cpl != 0 || !fast_reg(sreg) || (selector & 4))
         return;
-    fast_seg[sreg] = v->sreg[sreg];
+    fast_facts.loaded[sreg] = v->sreg[sreg];
     c->sel = selector;
     c->host = v->host_sel[sreg];
     c->addr = at;
@@ -323,12 +342,12 @@ void seg_take_fast_loads(struct vcpu *v)
     for (unsigned i = 0; i < 6; i++) {
         if (!(loaded >> i & 1))
             continue;
-        v->sreg[i] = fast_seg[i];
+        v->sreg[i] = fast_facts.loaded[i];
         v->host_sel[i] = sh->sel[i] = sh->segc[i].host;
         if (i == SREG_FS)
-            sh->fsbase = fast_seg[i].base;
+            sh->fsbase = fast_facts.loaded[i].base;
         if (i == SREG_GS)
-            sh->gsbase = fast_seg[i].base;
+            sh->gsbase = fast_facts.loaded[i].base;
     }
 }
 

@@ -5,7 +5,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ldt.h"
 #include "vcpu.h"
+
+/* ring3's own host LDT entries sit above the guest LDT entries it mirrors (ldt.h): one per
+ * segment register for segments with a base or a limit, then the one user DS, ES and SS run
+ * on in its own process (seg_set_user_limit). */
+#define LDT_OWN(sreg) (LDT_OWN_FIRST + (sreg))
+#define LDT_USER LDT_OWN(6)
+#define USER_SEL ((LDT_USER << 3) | 4 | 3)
+_Static_assert(LDT_USER < LDT_ENTRIES, "ring3's own LDT entries fit in the LDT");
+
+/* A flat data segment (SDM vol. 3, 3.4.5.1: not code, not expand-down, base 0, 4 GiB). */
+static inline bool seg_is_flat_data(const struct seg *s)
+{
+    return (s->sel & ~3u) && !(s->attr & 0x0008) && !(s->attr & 0x0004) && s->base == 0 &&
+           s->limit == 0xFFFFFFFFu;
+}
 
 /* Load segment register (sreg) with (selector) following the protected-mode
  * checks of MOV to a segment register (SDM vol. 2, MOV; vol. 3, 5.10):

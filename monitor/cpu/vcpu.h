@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hw/irq.h"
 #include "monitor/host/breakpoints.h"
 
 #include "operand.h"
@@ -146,6 +147,8 @@ struct vcpu {
 
     struct guestmem *gm;
     struct platform *plat;
+    struct irq_line intr;           /* the INTR pin: its level is the PIC's pic_intr_pending */
+    bool fast_syscalls;             /* --isolation=none without --stats or gdb: fast_syscall.h */
     FILE *trace;                    /* --trace log, or NULL */
     bool exit_requested;
     int exit_status;

@@ -16,6 +16,7 @@
 #include "monitor/prompt/prompt.h"
 #include "monitor/cpu/cpu_model.h"
 #include "monitor/cpu/emulate.h"
+#include "monitor/cpu/fast_syscall.h"
 #include "monitor/cpu/runtime.h"
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
@@ -228,6 +229,7 @@ int run_main(int argc, char **argv)
     cfg.mem_bytes = gm.size;
     cfg.gm = &gm;
     cfg.clock = &events_guest_clock;
+    cfg.intr = &v->intr;                /* level only: the monitor looks at the PIC at its gates */
     char why[200];
     if (platform_init(&plat, &cfg, why, sizeof why)) {
         fprintf(stderr, "ring3: cannot set up the devices: %s\n", why);
@@ -235,7 +237,9 @@ int run_main(int argc, char **argv)
     }
     v->gm = &gm;
     v->plat = &plat;
-    if (runtime_install(emulate_gate)) {
+    /* Not with gdb, whose stepping holds interrupts (vcpu_check_interrupts). */
+    v->fast_syscalls = o.isolation_none && !o.gdb;
+    if (runtime_install(emulate_gate, v->fast_syscalls ? fast_syscall : NULL)) {
         fprintf(stderr, "ring3: cannot map the runtime page at %08x: %s\n", R3_RUNTIME_BASE, strerror(errno));
         return EXIT_HOST;
     }

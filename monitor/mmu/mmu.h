@@ -67,4 +67,8 @@ void mmu_tlb_forget(struct tlb *t);
  * false when the #GP is the guest's own. */
 bool mmu_user_unlimit(struct vcpu *v);
 
+/* At or below the lowest page ring3's own process maps supervisor-only: where mmu_set_cpl
+ * ends user data segments with --isolation=none (for fast_syscall.c, which calls nothing). */
+extern const uint32_t *const mmu_own_lowest_privileged;
+
 #endif

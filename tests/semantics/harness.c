@@ -392,7 +392,7 @@ int main(int argc, char **argv)
     (void)n;
     map_at(STACK_BASE, STACK_SIZE, PROT_READ | PROT_WRITE);
     map_at(DATA_BASE, DATA_SIZE, PROT_READ | PROT_WRITE);
-    if (runtime_install(fake_gate)) {
+    if (runtime_install(fake_gate, NULL)) {
         perror("harness: runtime_install");
         return 2;
     }

@@ -1,0 +1,157 @@
+/* SYSENTER and SYSEXIT without the vector registers saved (fast_syscall.h). Each function
+ * below does what emulate_gate, emulate_site and transfer_sysenter or transfer_sysexit (with
+ * mmu_set_cpl, seg_set, seg_user_data, seg_sync_tls, vcpu_check_interrupts and seg_publish)
+ * do in the one case it accepts, in the same order; it checks first, and changes nothing
+ * when it declines. Built with general registers only and calling nothing (mk/monitor.mk). */
+#include "fast_syscall.h"
+
+#include "ring3/abi.h"
+
+#include "monitor/host/stats.h"
+#include "monitor/mmu/mmu.h"
+
+#include "ldt.h"
+#include "segment.h"
+
+/* SDM vol. 2, SYSENTER and SYSEXIT: the flat segments they load, as transfer.c makes them. */
+#define SYS_CS0 0xC09B
+#define SYS_SS0 0xC093
+#define SYS_CS3 0xC0FB
+#define SYS_SS3 0xC0F3
+
+static bool enabled(const struct vcpu *v)
+{
+    return v->fast_syscalls && !v->trace && !v->ac_step && !(v->sh->eflags & FL_TF) &&
+           (v->cr0 & CR0_PE) && (v->sysenter_cs & ~3u) && v->sreg[SREG_SS].base == 0;
+}
+
+/* emulate_site for a site of no words: the return address the site's call pushed at ESP
+ * (through the host mapping the call wrote it by: guest linear addresses are the monitor's
+ * own with --isolation=none), popped; faults reported at the site. */
+static void pop_site(struct vcpu *v, struct r3_shared *sh)
+{
+    uint32_t esp = sh->regs[REG_ESP];
+    uint32_t ret = *(const volatile uint32_t *)(uintptr_t)esp;
+    sh->regs[REG_ESP] = esp + R3_FRAME_LEN(0);
+    sh->eip = ret;
+    for (unsigned i = 0; i < 8; i++)
+        v->fault_regs[i] = sh->regs[i];
+    v->fault_eip = ret - R3_SITE_LEN(0);
+    v->fault_esp = sh->regs[REG_ESP];
+}
+
+/* seg_user_data: flat ES, SS and DS on the host selector (flat) the CPL calls for. */
+static void user_data(struct vcpu *v, uint16_t flat)
+{
+    static const unsigned limited[] = {SREG_ES, SREG_SS, SREG_DS};
+    for (unsigned i = 0; i < 3; i++) {
+        unsigned r = limited[i];
+        if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && seg_is_flat_data(&v->sreg[r]))
+            v->host_sel[r] = (uint16_t)(v->sh->sel[r] = flat);
+    }
+}
+
+/* seg_publish, for a GDT code segment. */
+static void publish(struct vcpu *v, struct r3_shared *sh)
+{
+    for (unsigned i = 0; i < 6; i++)
+        sh->vsel[i] = v->sreg[i].sel;
+    sh->cpl = v->cpl;
+    sh->sel[SREG_CS] = HOST_CS32;
+}
+
+/* SYSENTER from CPL 3 when the process loaded no segment register itself since it last left
+ * the kernel (seg_sync_user would find nothing to take in). */
+static int sysenter(struct vcpu *v, struct r3_shared *sh)
+{
+    static const unsigned data[] = {SREG_ES, SREG_DS, SREG_FS, SREG_GS};
+    if (v->cpl != 3 || sh->fastload || sh->sel[SREG_CS] != HOST_CS32 || (v->sreg[SREG_CS].sel & 4))
+        return 0;
+    for (unsigned i = 0; i < 4; i++)
+        if (sh->sel[data[i]] != v->host_sel[data[i]])
+            return 0;
+
+    pop_site(v, sh);
+    uint16_t cs = (uint16_t)(v->sysenter_cs & ~3u);
+    v->sreg[SREG_CS] = (struct seg){.sel = cs, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_CS0};
+    v->sreg[SREG_SS] = (struct seg){.sel = (uint16_t)(cs + 8), .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_SS0};
+    v->host_sel[SREG_SS] = (uint16_t)(sh->sel[SREG_SS] = HOST_DS);   /* flat at CPL 0 */
+    sh->vif = 0;
+    sh->eflags &= ~FL_RF;
+    sh->eip = v->sysenter_eip;
+    sh->regs[REG_ESP] = v->sysenter_esp;
+    v->user_limit = 0;
+    v->cpl = 0;
+    user_data(v, HOST_DS);
+    publish(v, sh);
+    return 1;
+}
+
+/* Whether seg_sync_tls would write nothing: the guest's TLS descriptors are the ones the
+ * host's were last made from, read through the translation used then. */
+static bool tls_unchanged(const struct vcpu *v)
+{
+    const struct fast_facts *f = &fast_facts;
+    if (!f->tls_known || f->tls_walk_epoch != v->walk_epoch || f->tls_gdt_base != v->gdtr.base ||
+        f->tls_gdt_limit != v->gdtr.limit)
+        return false;
+    for (unsigned i = 0; i < 3; i++)
+        if (f->tls_at[i] != f->tls_raw[i])
+            return false;
+    return true;
+}
+
+/* SYSEXIT to CPL 3 when the user data entry already ends where mmu_set_cpl would put it, the
+ * TLS entries are unchanged and no interrupt is pending. */
+static int sysexit(struct vcpu *v, struct r3_shared *sh)
+{
+    uint16_t cs = (uint16_t)((v->sysenter_cs + 16) | 3), ss = (uint16_t)((v->sysenter_cs + 24) | 3);
+    uint32_t top = *mmu_own_lowest_privileged < R3_RUNTIME_BASE ? *mmu_own_lowest_privileged : R3_RUNTIME_BASE;
+    if (v->cpl != 0 || (cs & 4) || v->user_unlimited || !v->first_user_ns || top < 0x1000 ||
+        top != fast_facts.user_top || fast_facts.user_gen != ldt_generation || !tls_unchanged(v) ||
+        (v->plat && v->intr.level))
+        return 0;
+
+    /* seg_take_fast_loads */
+    uint32_t loaded = sh->fastload;
+    sh->fastload = 0;
+    for (unsigned i = 0; i < 6; i++) {
+        if (!(loaded >> i & 1))
+            continue;
+        v->sreg[i] = fast_facts.loaded[i];
+        v->host_sel[i] = (uint16_t)(sh->sel[i] = sh->segc[i].host);
+        if (i == SREG_FS)
+            sh->fsbase = fast_facts.loaded[i].base;
+        if (i == SREG_GS)
+            sh->gsbase = fast_facts.loaded[i].base;
+    }
+    pop_site(v, sh);
+    v->sreg[SREG_CS] = (struct seg){.sel = cs, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_CS3};
+    v->user_limit = top;
+    v->cpl = 3;
+    user_data(v, USER_SEL);
+    v->sreg[SREG_SS] = (struct seg){.sel = ss, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_SS3};
+    v->host_sel[SREG_SS] = (uint16_t)(sh->sel[SREG_SS] = USER_SEL);  /* flat at CPL 3 with a limit */
+    sh->eip = sh->regs[REG_EDX];
+    sh->regs[REG_ESP] = sh->regs[REG_ECX];
+    sh->pending = 0;
+    publish(v, sh);
+    return 1;
+}
+
+int fast_syscall(void)
+{
+    struct vcpu *v = &the_vcpu;
+    struct r3_shared *sh = v->sh;
+    if (!enabled(v))
+        return 0;
+    if (sh->entry == R3_E_SYSENTER && sysenter(v, sh)) {
+        fast_facts.sysenters += stats_enabled;
+        return 1;
+    }
+    if (sh->entry == R3_E_SYSEXIT && sysexit(v, sh)) {
+        fast_facts.sysexits += stats_enabled;
+        return 1;
+    }
+    return 0;
+}
