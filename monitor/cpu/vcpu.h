@@ -148,7 +148,7 @@ struct vcpu {
     struct guestmem *gm;
     struct platform *plat;
     struct irq_line intr;           /* the INTR pin: its level is the PIC's pic_intr_pending */
-    bool fast_syscalls;             /* --isolation=none without --stats or gdb: fast_syscall.h */
+    bool fast_syscalls;             /* --isolation=none without gdb: fast_syscall.h */
     FILE *trace;                    /* --trace log, or NULL */
     bool exit_requested;
     int exit_status;
