@@ -1,8 +1,8 @@
 /* SYSENTER and SYSEXIT without the vector registers saved (fast_syscall.h). Each function
  * below does what emulate_gate, emulate_site and transfer_sysenter or transfer_sysexit (with
  * mmu_set_cpl, seg_set, seg_user_data, seg_sync_tls, vcpu_check_interrupts and seg_publish)
- * do in the one case it accepts, in the same order; it checks first, and changes nothing
- * when it declines. Built with general registers only and calling nothing (mk/monitor.mk). */
+ * do in the one case it accepts, in the same order (seg_take_fast_loads and seg_user_data
+ * themselves, inline); it checks first, and changes nothing when it declines. Built with general registers only and calling nothing (mk/monitor.mk). */
 #include "fast_syscall.h"
 
 #include "ring3/abi.h"
@@ -40,17 +40,6 @@ static void pop_site(struct vcpu *v, struct r3_shared *sh)
     v->fault_esp = sh->regs[REG_ESP];
 }
 
-/* seg_user_data: flat ES, SS and DS on the host selector (flat) the CPL calls for. */
-static void user_data(struct vcpu *v, uint16_t flat)
-{
-    static const unsigned limited[] = {SREG_ES, SREG_SS, SREG_DS};
-    for (unsigned i = 0; i < 3; i++) {
-        unsigned r = limited[i];
-        if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && seg_is_flat_data(&v->sreg[r]))
-            v->host_sel[r] = (uint16_t)(v->sh->sel[r] = flat);
-    }
-}
-
 /* seg_publish, for a GDT code segment. */
 static void publish(struct vcpu *v, struct r3_shared *sh)
 {
@@ -82,7 +71,7 @@ static int sysenter(struct vcpu *v, struct r3_shared *sh)
     sh->regs[REG_ESP] = v->sysenter_esp;
     v->user_limit = 0;
     v->cpl = 0;
-    user_data(v, HOST_DS);
+    seg_user_data(v);
     publish(v, sh);
     return 1;
 }
@@ -112,24 +101,12 @@ static int sysexit(struct vcpu *v, struct r3_shared *sh)
         (v->plat && v->intr.level))
         return 0;
 
-    /* seg_take_fast_loads */
-    uint32_t loaded = sh->fastload;
-    sh->fastload = 0;
-    for (unsigned i = 0; i < 6; i++) {
-        if (!(loaded >> i & 1))
-            continue;
-        v->sreg[i] = fast_facts.loaded[i];
-        v->host_sel[i] = (uint16_t)(sh->sel[i] = sh->segc[i].host);
-        if (i == SREG_FS)
-            sh->fsbase = fast_facts.loaded[i].base;
-        if (i == SREG_GS)
-            sh->gsbase = fast_facts.loaded[i].base;
-    }
+    seg_take_fast_loads(v);
     pop_site(v, sh);
     v->sreg[SREG_CS] = (struct seg){.sel = cs, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_CS3};
     v->user_limit = top;
     v->cpl = 3;
-    user_data(v, USER_SEL);
+    seg_user_data(v);                   /* with a limit at CPL 3: USER_SEL */
     v->sreg[SREG_SS] = (struct seg){.sel = ss, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_SS3};
     v->host_sel[SREG_SS] = (uint16_t)(sh->sel[SREG_SS] = USER_SEL);  /* flat at CPL 3 with a limit */
     sh->eip = sh->regs[REG_EDX];

@@ -292,18 +292,6 @@ bool seg_set_user_limit(struct vcpu *v, uint32_t top)
     return true;
 }
 
-void seg_user_data(struct vcpu *v)
-{
-    static const unsigned limited[] = {SREG_ES, SREG_SS, SREG_DS};
-    uint16_t flat = v->cpl == 3 && v->user_limit ? USER_SEL : HOST_DS;
-
-    for (unsigned i = 0; i < 3; i++) {
-        unsigned r = limited[i];
-        if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && seg_is_flat_data(&v->sreg[r]))
-            v->host_sel[r] = v->sh->sel[r] = flat;
-    }
-}
-
 static bool fast_reg(unsigned sreg)
 {
     return sreg == SREG_ES || sreg == SREG_DS || sreg == SREG_FS || sreg == SREG_GS;
@@ -329,26 +317,6 @@ void seg_forget_fast_loads(struct vcpu *v)
 {
     for (unsigned i = 0; i < 6; i++)
         v->sh->segc[i].sel = SEGC_NONE;
-}
-
-void seg_take_fast_loads(struct vcpu *v)
-{
-    struct r3_shared *sh = v->sh;
-    uint32_t loaded = sh->fastload;
-
-    if (!loaded)
-        return;
-    sh->fastload = 0;
-    for (unsigned i = 0; i < 6; i++) {
-        if (!(loaded >> i & 1))
-            continue;
-        v->sreg[i] = fast_facts.loaded[i];
-        v->host_sel[i] = sh->sel[i] = sh->segc[i].host;
-        if (i == SREG_FS)
-            sh->fsbase = fast_facts.loaded[i].base;
-        if (i == SREG_GS)
-            sh->gsbase = fast_facts.loaded[i].base;
-    }
 }
 
 void seg_host_descriptors_changed(struct vcpu *v)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fast_syscall.h"
 #include "ldt.h"
 #include "vcpu.h"
 
@@ -76,16 +77,46 @@ bool seg_user_code(const struct vcpu *v, uint16_t cs);
 bool seg_set_user_limit(struct vcpu *v, uint32_t top);
 
 /* After a change of CPL or of v->user_limit: put flat DS, ES and SS on the
- * limited user entry at CPL 3 with a limit, on the host's flat segment otherwise. */
-void seg_user_data(struct vcpu *v);
+ * limited user entry at CPL 3 with a limit, on the host's flat segment otherwise.
+ * Inline, as seg_take_fast_loads: fast_syscall.c runs it with general registers only. */
+static inline void seg_user_data(struct vcpu *v)
+{
+    static const unsigned limited[] = {SREG_ES, SREG_SS, SREG_DS};
+    uint16_t flat = v->cpl == 3 && v->user_limit ? USER_SEL : HOST_DS;
+
+    for (unsigned i = 0; i < 3; i++) {
+        unsigned r = limited[i];
+        if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && seg_is_flat_data(&v->sreg[r]))
+            v->host_sel[r] = (uint16_t)(v->sh->sel[r] = flat);
+    }
+}
 
 /* The fast segment-register paths of the runtime stubs (SH_SEGC, SH_VSEL):
  * publish the virtual selectors and CPL before going back to the guest;
  * adopt the loads the stubs made, first thing on every monitor entry; forget
  * every remembered load when the GDT moves (lgdt). */
 void seg_publish(struct vcpu *v);
-void seg_take_fast_loads(struct vcpu *v);
 void seg_forget_fast_loads(struct vcpu *v);
+
+static inline void seg_take_fast_loads(struct vcpu *v)
+{
+    struct r3_shared *sh = v->sh;
+    uint32_t loaded = sh->fastload;
+
+    if (!loaded)
+        return;
+    sh->fastload = 0;
+    for (unsigned i = 0; i < 6; i++) {
+        if (!(loaded >> i & 1))
+            continue;
+        v->sreg[i] = fast_facts.loaded[i];
+        v->host_sel[i] = (uint16_t)(sh->sel[i] = sh->segc[i].host);
+        if (i == SREG_FS)
+            sh->fsbase = fast_facts.loaded[i].base;
+        if (i == SREG_GS)
+            sh->gsbase = fast_facts.loaded[i].base;
+    }
+}
 
 /* After any change to a host LDT or GDT TLS entry of ring3's own process: the
  * way back loads every data segment register again (SH_DESC_GEN). */
