@@ -15,7 +15,8 @@ $(OBJ)/%.c.o: %.c
 # hook), which its object's undefined symbols show: only the data it reads.
 FAST_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -mgeneral-regs-only \
                -ffreestanding -fno-builtin -fno-stack-protector -fno-tree-loop-distribute-patterns
-FAST_DATA   := the_vcpu fast_facts ldt_generation mmu_own_lowest_privileged stats_enabled
+FAST_DATA   := the_vcpu fast_facts ldt_generation mmu_own_lowest_privileged mmu_own_mapped \
+               mmu_own_privileged stats_enabled
 
 $(OBJ)/monitor/cpu/fast_syscall.c.o: monitor/cpu/fast_syscall.c mk/monitor.mk
 	@mkdir -p $(@D)

@@ -10,6 +10,7 @@
  *
  * MARK is a file name that attempts to create through host system-call
  * numbers; ADDR (hex) an address of the monitor to read in 64-bit mode.
+ * Among them: the SYSENTER gate entered by a jump with ESP on an unmapped page.
  * Each attempt prints one line, "NAME: signal N", "NAME: exit N" or
  * "NAME: read HEX"; on Linux on hardware every one ends with a signal (or,
  * for the system calls, does no harm), which is what a guest process under
@@ -73,6 +74,15 @@ static void rewritten_cli(uint32_t unused1, uint32_t unused2)
     (void)unused1;
     (void)unused2;
     __asm__ volatile("movb $0, %%ss:0xFFFF1000" : : : "memory");
+}
+
+/* The SYSENTER gate (entry 0x2F of the table at R3_TABLE, include/ring3/abi.h) entered by a
+ * jump, not by the call of a rewritten site, with ESP on a page nothing maps: ring3 reads the
+ * site's return address there, and must fault the process, not itself. Natively nothing is
+ * mapped at the table either. */
+static void gate_without_call(uint32_t esp, uint32_t entry)
+{
+    __asm__ volatile("movl %0, %%esp\n\tjmp *%%cs:0xFFFF0000(,%1,4)" : : "r"(esp), "r"(entry) : "memory");
 }
 
 /* mov to a segment register, then a read through it at offset 0x1000 (the first
@@ -358,6 +368,7 @@ static void all(uint64_t monitor_addr)
     char name[64];
 
     attempt("rewritten cli", rewritten_cli, 0, 0);
+    attempt("sysenter gate by a jump", gate_without_call, 0x1800, 0x2F);
     attempt("read c0000000", read_at, 0xC0000000u, 0);
     attempt("write c0000000", write_at, 0xC0000000u, 0x5a5a5a5a);
     for (uint32_t page = 0xFFFF0000u; page; page += 0x1000) {

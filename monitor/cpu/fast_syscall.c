@@ -25,6 +25,22 @@ static bool enabled(const struct vcpu *v)
            (v->cr0 & CR0_PE) && (v->sysenter_cs & ~3u) && v->sreg[SREG_SS].base == 0;
 }
 
+/* Whether emulate_site's read of the return address at ESP would succeed without a fault:
+ * its bytes are on pages ring3's own process maps now, which code at the current CPL may
+ * read (the monitor's TLB says so as a CPU's would). A process can enter the gate without
+ * a call, with any ESP; the host read below must not fault in the monitor. */
+static bool site_readable(const struct vcpu *v, uint32_t esp)
+{
+    uint32_t pages[2] = {esp >> 12, (esp + 3) >> 12};
+    for (unsigned i = 0; i < 2; i++) {
+        uint64_t bit = 1ull << (pages[i] % 64);
+        if (!(mmu_own_mapped[pages[i] / 64] & bit) ||
+            (v->cpl == 3 && (mmu_own_privileged[pages[i] / 64] & bit)))
+            return false;
+    }
+    return true;
+}
+
 /* emulate_site for a site of no words: the return address the site's call pushed at ESP
  * (through the host mapping the call wrote it by: guest linear addresses are the monitor's
  * own with --isolation=none), popped; faults reported at the site. */
@@ -54,7 +70,8 @@ static void publish(struct vcpu *v, struct r3_shared *sh)
 static int sysenter(struct vcpu *v, struct r3_shared *sh)
 {
     static const unsigned data[] = {SREG_ES, SREG_DS, SREG_FS, SREG_GS};
-    if (v->cpl != 3 || sh->fastload || sh->sel[SREG_CS] != HOST_CS32 || (v->sreg[SREG_CS].sel & 4))
+    if (v->cpl != 3 || sh->fastload || sh->sel[SREG_CS] != HOST_CS32 || (v->sreg[SREG_CS].sel & 4) ||
+        !site_readable(v, sh->regs[REG_ESP]))
         return 0;
     for (unsigned i = 0; i < 4; i++)
         if (sh->sel[data[i]] != v->host_sel[data[i]])
@@ -98,7 +115,7 @@ static int sysexit(struct vcpu *v, struct r3_shared *sh)
     uint32_t top = *mmu_own_lowest_privileged < R3_RUNTIME_BASE ? *mmu_own_lowest_privileged : R3_RUNTIME_BASE;
     if (v->cpl != 0 || (cs & 4) || v->user_unlimited || !v->first_user_ns || top < 0x1000 ||
         top != fast_facts.user_top || fast_facts.user_gen != ldt_generation || !tls_unchanged(v) ||
-        (v->plat && v->intr.level))
+        (v->plat && v->intr.level) || !site_readable(v, sh->regs[REG_ESP]))
         return 0;
 
     seg_take_fast_loads(v);

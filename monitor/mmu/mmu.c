@@ -66,6 +66,7 @@ struct tlb {
 
 static struct tlb own;                      /* the monitor process's low 4 GiB */
 const uint32_t *const mmu_own_lowest_privileged = &own.lowest_privileged;
+const uint64_t *const mmu_own_mapped = own.mapped, *const mmu_own_privileged = own.privileged;
 
 static bool bit(const uint64_t *map, uint32_t page) { return map[page / 64] >> (page % 64) & 1; }
 static void set_bit(uint64_t *map, uint32_t page, bool on)

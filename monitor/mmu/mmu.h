@@ -70,5 +70,7 @@ bool mmu_user_unlimit(struct vcpu *v);
 /* At or below the lowest page ring3's own process maps supervisor-only: where mmu_set_cpl
  * ends user data segments with --isolation=none (for fast_syscall.c, which calls nothing). */
 extern const uint32_t *const mmu_own_lowest_privileged;
+/* Bit (page number) of each: ring3's own process maps that page now; it maps it for CPL 0 only. */
+extern const uint64_t *const mmu_own_mapped, *const mmu_own_privileged;
 
 #endif
