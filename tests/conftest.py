@@ -50,6 +50,15 @@ def ring3_ok(command, *options, timeout=120):
     return p.stdout
 
 
+def native_lines(program, expect):
+    """Run a static i386 guest program (build/guest/programs) on the host, the oracle: the lines
+    it printed, which must hold (expect)."""
+    p = subprocess.run([str(program)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert expect in p.stdout, p.stdout
+    return p.stdout.splitlines()
+
+
 def file_sha256(path):
     """The SHA-256 of a file, read in 1 MiB blocks (disk images are large)."""
     h = hashlib.sha256()

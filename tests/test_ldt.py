@@ -10,21 +10,17 @@ mirrors it into the host LDT of the process that runs the guest process's code
 (monitor/cpu/ldt.c), a stub or ring3's own.
 """
 import re
-import subprocess
 
 import pytest
 
-from conftest import BUILD, ring3_cmd, ring3_ok
+from conftest import BUILD, native_lines, ring3_cmd, ring3_ok
 
 LDT = BUILD / "guest" / "programs" / "ldt"
 
 
 @pytest.fixture(scope="module")
 def native():
-    p = subprocess.run([LDT], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "far call, based: ok" in p.stdout, p.stdout
-    return p.stdout.splitlines()
+    return native_lines(LDT, "far call, based: ok")
 
 
 def differences(mine, native):

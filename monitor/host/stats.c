@@ -23,6 +23,7 @@ struct counter {
 };
 
 static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes, handoffs;
+static uint64_t reopened, released, releases;
 static uint64_t map_requests, pages_mapped, stubs_renewed, stubs_lost[STUB_LOSS_KINDS][NSIG];  /* by the signal that ended it */
 static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
@@ -66,6 +67,12 @@ void stats_add_map_request(unsigned pages)
 }
 void stats_add_stub_lost(enum stub_loss why, int sig) { stubs_lost[why % STUB_LOSS_KINDS][(unsigned)sig % NSIG]++; }
 void stats_add_stub_renewed(void) { stubs_renewed++; }
+void stats_add_closed(bool reopen, unsigned pages)
+{
+    reopened += reopen;
+    released += pages;
+    releases += !reopen;
+}
 void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
@@ -104,6 +111,12 @@ void stats_report(FILE *f, double seconds_in_all)
     for (unsigned i = 0; i < STAT_SIGNAL_KINDS; i++)
         row(f, "signal", signal_names[i], signals[i].count, &signals[i].ticks);
     row(f, "mmu", "cr3 write (host mappings dropped)", cr3_writes.count, &cr3_writes.ticks);
+    /* ring3's own host mappings: dropped pages are closed (PROT_NONE) where they are */
+    row(f, "mmu", "page filled on the frame it was closed on", reopened, NULL);
+    if (releases) {
+        snprintf(name, sizeof name, "closed pages given back (%.0f a time)", (double)released / releases);
+        row(f, "mmu", name, released, NULL);
+    }
     /* --isolation=process: each run of a stub, counted from the hand-off to its event, holds
      * guest code, the host's process switches and the stub's signal handling */
     row(f, "stub", "hand-off, guest code, event (waited)", handoffs.count, &handoffs.ticks);

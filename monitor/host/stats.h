@@ -39,6 +39,7 @@ void stats_add_handoff(uint64_t t0);
 void stats_add_map_request(unsigned pages);
 void stats_add_stub_lost(enum stub_loss why, int sig);
 void stats_add_stub_renewed(void);
+void stats_add_closed(bool reopened, unsigned released);
 
 /* The start of a timed event: the TSC when --stats is on, else 0 (nothing else is paid). */
 static inline uint64_t stats_start(void) { return stats_enabled ? __rdtsc() : 0; }
@@ -61,6 +62,11 @@ static inline void stats_map_request(unsigned pages) { if (stats_enabled) stats_
 static inline void stats_stub_lost(enum stub_loss why, int sig) { if (stats_enabled) stats_add_stub_lost(why, sig); }
 /* A stub replaced by a fresh one, cheaper than clearing its host LDT (aspace.c, push_ldt). */
 static inline void stats_stub_renewed(void) { if (stats_enabled) stats_add_stub_renewed(); }
+/* A page of ring3's own host address space filled again on the frame it was closed on (mmu.c,
+ * tlb_remove): an mprotect, not a new host mapping. */
+static inline void stats_reopened(void) { if (stats_enabled) stats_add_closed(true, 0); }
+/* (pages) closed pages given back to the reservation at once, past mmu.c's bound. */
+static inline void stats_released(unsigned pages) { if (stats_enabled) stats_add_closed(false, pages); }
 
 /* Print the table to (f): one row per kind seen, with count, total and mean host time. */
 void stats_report(FILE *f, double seconds_in_all);
