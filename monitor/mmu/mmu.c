@@ -103,8 +103,11 @@ static int tlb_install(struct vcpu *v, struct tlb *t, uint64_t phys, uint32_t pa
 /* The bits of [first, end) that fall in bitmap word (w). */
 static uint64_t word_mask(unsigned w, uint32_t first, uint32_t end)
 {
-    uint32_t lo = first > w * 64 ? first - w * 64 : 0, hi = end < w * 64 + 64 ? end - w * 64 : 64;
-    return lo >= hi ? 0 : (hi - lo == 64 ? ~0ull : ((1ull << (hi - lo)) - 1) << lo);
+    uint32_t base = w * 64;
+    if (end <= base || first >= base + 64)
+        return 0;
+    uint32_t lo = first > base ? first - base : 0, hi = end - base < 64 ? end - base : 64;
+    return hi - lo == 64 ? ~0ull : ((1ull << (hi - lo)) - 1) << lo;
 }
 
 /* Forgets that the pages of [first, end) are closed: they are the reservation again. Only the
