@@ -63,7 +63,7 @@ static inline void stats_stub_lost(enum stub_loss why, int sig) { if (stats_enab
 /* A stub replaced by a fresh one, cheaper than clearing its host LDT (aspace.c, push_ldt). */
 static inline void stats_stub_renewed(void) { if (stats_enabled) stats_add_stub_renewed(); }
 /* A page of ring3's own host address space filled again on the frame it was closed on (mmu.c,
- * tlb_remove): an mprotect, not a new host mapping. */
+ * close_page): an mprotect, not a new host mapping. */
 static inline void stats_reopened(void) { if (stats_enabled) stats_add_closed(true, 0); }
 /* (pages) closed pages given back to the reservation at once, past mmu.c's bound. */
 static inline void stats_released(unsigned pages) { if (stats_enabled) stats_add_closed(false, pages); }
