@@ -2,7 +2,8 @@
  * below does what emulate_gate, emulate_site and transfer_sysenter or transfer_sysexit (with
  * mmu_set_cpl, seg_set, seg_user_data, seg_sync_tls, vcpu_check_interrupts and seg_publish)
  * do in the one case it accepts, in the same order (seg_take_fast_loads and seg_user_data
- * themselves, inline); it checks first, and changes nothing when it declines. Built with general registers only and calling nothing (mk/monitor.mk). */
+ * themselves, inline); it checks first, and changes nothing when it declines. Built with
+ * general registers only and calling nothing (mk/monitor.mk). */
 #include "fast_syscall.h"
 
 #include "ring3/abi.h"

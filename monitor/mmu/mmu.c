@@ -139,12 +139,9 @@ static void tlb_remove(struct vcpu *v, struct tlb *t, uint32_t first, uint32_t e
 /* Whether a page of [first, end) is mapped in (t). */
 static bool mapped_in(const struct tlb *t, uint32_t first, uint32_t end)
 {
-    for (uint32_t n = first; n < end;) {
-        uint32_t span = 64 - n % 64 < end - n ? 64 - n % 64 : end - n;
-        if (t->mapped[n / 64] >> (n % 64) & (span == 64 ? ~0ull : (1ull << span) - 1))
+    for (unsigned w = first / 64; w * 64 < end; w++)
+        if (t->mapped[w] & word_mask(w, first, end))
             return true;
-        n += span;
-    }
     return false;
 }
 
@@ -398,7 +395,8 @@ static void close_page(struct vcpu *v, uint32_t page)
     guestmem_protect(v->gm, (uint64_t)page << 12, 0x1000, PROT_NONE);
     forget_page(&own, page);
     set_bit(own.closed, page, true);
-    own.closed_pages++;
+    if (++own.closed_pages > CLOSED_MAX)
+        release_closed(v, &own);
 }
 
 void mmu_flush_page(struct vcpu *v, uint32_t linear)
@@ -417,8 +415,6 @@ void mmu_flush_page(struct vcpu *v, uint32_t linear)
     } else if (bit(own.mapped, page)) {
         close_page(v, page);
     }
-    if (own.closed_pages > CLOSED_MAX)
-        release_closed(v, &own);
     struct tlb *t = v->as ? aspace_tlb(v->as) : NULL;
     if (t && bit(t->mapped, page)) {
         aspace_hold(v);                 /* the guest kernel may free the page next */
@@ -531,8 +527,6 @@ static void unmap_where(struct vcpu *v, struct tlb *t, enum drop what)
         tlb_remove(v, t, first, end);
     if (what == DROP_ALL || what == DROP_PRIVILEGED)
         t->lowest_privileged = NO_PRIVILEGED;
-    if (t->closed_pages > CLOSED_MAX)
-        release_closed(v, t);
 }
 
 void mmu_flush(struct vcpu *v, bool keep_global)
