@@ -12,6 +12,7 @@
 #include "vcpu.h"
 
 #define MSR_TSC           0x10
+#define MSR_BIOS_SIGN_ID  0x8B
 #define MSR_SYSENTER_CS   0x174
 #define MSR_SYSENTER_ESP  0x175
 #define MSR_SYSENTER_EIP  0x176
@@ -204,6 +205,10 @@ bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
      * nothing ring3 models (AMD BKDG: HWCR, NB_CFG) but HWCR's TscFreqSel. */
     case MSR_AMD_HWCR: *value = HWCR_TSC_FREQ_SEL; return true;
     case MSR_AMD_NB_CFG: *value = 0; return true;
+    /* Linux writes 0 to IA32_BIOS_SIGN_ID, runs cpuid and reads the microcode revision back
+     * from its upper half on Intel CPUs of family 6 and up, without a fault handler (SDM
+     * vol. 3, 10.11.7.1). There is no microcode here: revision 1, as KVM reports by default. */
+    case MSR_BIOS_SIGN_ID: *value = 1ull << 32; return true;
     default: return false;       /* #GP(0), as for an MSR the CPU does not have */
     }
 }
@@ -228,7 +233,7 @@ bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
         v->efer = value;
         return true;
     case MSR_TSC_AUX: v->msr_misc[3] = (uint32_t)value; return true;
-    case MSR_AMD_HWCR: case MSR_AMD_NB_CFG: return true;
+    case MSR_AMD_HWCR: case MSR_AMD_NB_CFG: case MSR_BIOS_SIGN_ID: return true;
     default: return false;
     }
 }
