@@ -178,6 +178,21 @@ int guestmem_unmap(const struct guestmem *gm, uint64_t linear, uint64_t len)
     return p == MAP_FAILED ? -errno : 0;
 }
 
+int guestmem_unmap_all(const struct guestmem *gm, uint64_t linear, uint64_t len)
+{
+    void *p;
+
+    if (!linear_ok(gm, linear, len))
+        return -EINVAL;
+    /* A mapping call is refused while the count is above the limit (do_mmap), and a munmap
+     * or an mmap over the middle of a mapping may leave it above (vms_gather_munmap_vmas lets
+     * it go "just above its limit temporarily"); a munmap that splits nothing is not. */
+    if (munmap((void *)(uintptr_t)linear, len))
+        return -errno;
+    p = mmap((void *)(uintptr_t)linear, len, PROT_NONE, RESERVE_FLAGS | MAP_FIXED_NOREPLACE, -1, 0);
+    return p == MAP_FAILED ? -errno : p == (void *)(uintptr_t)linear ? 0 : -EEXIST;
+}
+
 int guestmem_regions(const struct guestmem *gm, struct gm_region out[GM_MAX_REGIONS])
 {
     const uint64_t top = gm->size - GM_TOP_RESERVED;

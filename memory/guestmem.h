@@ -106,6 +106,13 @@ int guestmem_protect(const struct guestmem *gm, uint64_t linear, uint64_t len, i
  * Returns 0, -EINVAL or -errno. */
 int guestmem_unmap(const struct guestmem *gm, uint64_t linear, uint64_t len);
 
+/* guestmem_unmap for a range no host mapping straddles, which works when the host refuses
+ * guestmem_unmap because the process has as many mappings as vm.max_map_count allows, or
+ * more: the range is unmapped first, and reserved again. Only for a process with no other
+ * thread that maps memory (the hole would be theirs in between). Returns 0, -EINVAL or
+ * -errno. */
+int guestmem_unmap_all(const struct guestmem *gm, uint64_t linear, uint64_t len);
+
 /* Fill (out) with the physical memory map the guest is told about, in
  * ascending order (see the layout above). Returns the number of regions,
  * at most GM_MAX_REGIONS. */

@@ -50,10 +50,10 @@ def ring3_ok(command, *options, timeout=120):
     return p.stdout
 
 
-def native_lines(program, expect):
-    """Run a static i386 guest program (build/guest/programs) on the host, the oracle: the lines
-    it printed, which must hold (expect)."""
-    p = subprocess.run([str(program)], capture_output=True, text=True, timeout=60)
+def native_lines(program, expect, *args):
+    """Run a static i386 guest program (build/guest/programs) with (args) on the host, the
+    oracle: the lines it printed, which must hold (expect)."""
+    p = subprocess.run([str(program), *map(str, args)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     assert expect in p.stdout, p.stdout
     return p.stdout.splitlines()

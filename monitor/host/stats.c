@@ -24,6 +24,7 @@ struct counter {
 
 static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_writes, handoffs;
 static uint64_t reopened, released, releases;
+static uint64_t evictions, evicted;
 static uint64_t map_requests, pages_mapped, stubs_renewed, stubs_lost[STUB_LOSS_KINDS][NSIG];  /* by the signal that ended it */
 static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
@@ -73,6 +74,11 @@ void stats_add_closed(bool reopen, unsigned pages)
     released += pages;
     releases += !reopen;
 }
+void stats_add_evicted(unsigned pages)
+{
+    evictions++;
+    evicted += pages;
+}
 void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
@@ -116,6 +122,11 @@ void stats_report(FILE *f, double seconds_in_all)
     if (releases) {
         snprintf(name, sizeof name, "closed pages given back (%.0f a time)", (double)released / releases);
         row(f, "mmu", name, released, NULL);
+    }
+    if (evictions) {
+        snprintf(name, sizeof name, "TLB emptied at map limit (%.0f pages a time)",
+                 (double)evicted / evictions);
+        row(f, "mmu", name, evictions, NULL);
     }
     /* --isolation=process: each run of a stub, counted from the hand-off to its event, holds
      * guest code, the host's process switches and the stub's signal handling */

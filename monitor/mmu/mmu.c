@@ -25,8 +25,15 @@
  * (monitor/mmu/aspace.c), each with a TLB of its own (struct tlb): the monitor's
  * own one then holds only what the kernel touched, and a fill at CPL 3 goes
  * to the stub of the current address space, queued until it runs again.
+ *
+ * The host lets a process have only so many mappings (vm.max_map_count), and
+ * a page on a frame of its own is one. A TLB that would need more is emptied,
+ * as a CPU may drop any TLB entry at any time (SDM vol. 3, 4.10.2.2): ring3's
+ * own when the host refuses it a mapping (evict_own), a stub's before it
+ * holds more pages than the host would give it mappings (fill).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -63,11 +70,13 @@ struct tlb {
      * dropped one by one leave it as it is); NO_PRIVILEGED when none is. */
     uint32_t lowest_privileged;
     uint32_t closed_pages;                  /* bits set in closed[] */
+    uint32_t pages;                         /* bits set in mapped[] */
     struct aspace *as;                      /* the stub's address space; NULL: the monitor's */
 };
 #define NO_PRIVILEGED 0xFFFFFFFFu
 
 static struct tlb own;                      /* the monitor process's low 4 GiB */
+static uint32_t stub_pages_max;             /* a stub's TLB holds at most this many pages (mmu_init) */
 const uint32_t *const mmu_own_lowest_privileged = &own.lowest_privileged;
 const uint64_t *const mmu_own_mapped = own.mapped, *const mmu_own_privileged = own.privileged;
 
@@ -124,16 +133,43 @@ static void open_range(struct tlb *t, uint32_t first, uint32_t end)
     }
 }
 
+/* Empties ring3's own TLB: the reservation goes back over all of [low_base, R3_RUNTIME_BASE).
+ * The host refused a mapping call (ENOMEM: a process's count of mappings is at
+ * vm.max_map_count; a page on a frame of its own is one, and it splits the reservation around
+ * it in two). The range begins and ends at the edges of mappings (the reservation's start, the
+ * runtime area), so giving it back splits none, and leaves one mapping where there were many;
+ * ring3 has no thread but the monitor's that maps memory (guestmem_unmap_all). */
+static void evict_own(struct vcpu *v)
+{
+    uint64_t first = v->gm->low_base;
+    int r = guestmem_unmap_all(v->gm, first, R3_RUNTIME_BASE - first);
+    if (r) {
+        fprintf(stderr, "ring3: cannot give guest linear memory back to the reservation: error %d\n", -r);
+        monitor_exit(v, EXIT_HOST);
+    }
+    stats_evicted(own.pages + own.closed_pages);
+    TRACE(v, "host mapping refused: all %u pages of ring3's own TLB dropped", own.pages + own.closed_pages);
+    mmu_tlb_forget(&own);
+}
+
+/* Pages [first, end) of ring3's own back to the reservation, closed pages among them; all of
+ * them when the host refuses (a split at the run's ends needs a mapping more). */
+static void give_back(struct vcpu *v, uint32_t first, uint32_t end)
+{
+    if (guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12))
+        evict_own(v);
+    else
+        open_range(&own, first, end);
+}
+
 /* Drop pages [first, end) (page numbers) from (t)'s host address space: in
  * ring3's own, back to the reservation, closed pages among them too. */
 static void tlb_remove(struct vcpu *v, struct tlb *t, uint32_t first, uint32_t end)
 {
-    if (t->as) {
+    if (t->as)
         aspace_unmap(t->as, first, end);
-    } else {
-        guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12);
-        open_range(t, first, end);
-    }
+    else
+        give_back(v, first, end);
 }
 
 /* Whether a page of [first, end) is mapped in (t). */
@@ -157,7 +193,7 @@ static void release_closed(struct vcpu *v, struct tlb *t)
             for (uint64_t todo = t->closed[w]; todo; todo &= todo - 1) {
                 uint32_t n = w * 64 + (uint32_t)__builtin_ctzll(todo);
                 if (end && mapped_in(t, end, n)) {
-                    guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12);
+                    give_back(v, first, end);
                     end = 0;
                 }
                 if (!end)
@@ -170,7 +206,7 @@ static void release_closed(struct vcpu *v, struct tlb *t)
         }
     }
     if (end)
-        guestmem_unmap(v->gm, (uint64_t)first << 12, (uint64_t)(end - first) << 12);
+        give_back(v, first, end);
     stats_released(t->closed_pages);
     t->closed_pages = 0;
 }
@@ -192,6 +228,7 @@ static void record(struct vcpu *v, struct tlb *t, uint32_t page, uint64_t phys, 
         set_bit(t->closed, n, false);
         t->closed_pages--;
     }
+    t->pages += !bit(t->mapped, n);
     set_bit(t->mapped, n, true);
     set_bit(t->in_use, n >> 6, true);
     set_bit(t->writable, n, prot & PROT_WRITE);
@@ -344,7 +381,17 @@ static bool fill(struct vcpu *v, uint32_t linear, enum mmu_access access, bool q
     bool us = (w.pde & PG_US) && (w.pte & PG_US), wp_override;
     int prot = fill_prot(v, &w, &wp_override);
     struct tlb *t = current_tlb(v);
+    if (t->as && t->pages >= stub_pages_max) {
+        stats_evicted(t->pages);
+        TRACE(v, "stub TLB full: all %u pages dropped", t->pages);
+        tlb_remove(v, t, (uint32_t)(v->gm->low_base >> 12), R3_RUNTIME_BASE >> 12);
+        mmu_tlb_forget(t);
+    }
     int r = tlb_install(v, t, phys, page, prot);
+    if (r == -ENOMEM && !t->as) {
+        evict_own(v);
+        r = tlb_install(v, t, phys, page, prot);
+    }
     if (r) {
         fprintf(stderr, "ring3: cannot map guest page %08x: error %d\n", page, -r);
         monitor_exit(v, EXIT_HOST);
@@ -372,6 +419,7 @@ void mmu_prefill(struct vcpu *v, uint32_t linear)
 
 static void forget_page(struct tlb *t, uint32_t page)
 {
+    t->pages -= bit(t->mapped, page);
     set_bit(t->mapped, page, false);
     set_bit(t->global, page, false);
     set_bit(t->privileged, page, false);
@@ -392,7 +440,10 @@ static void forget_page(struct tlb *t, uint32_t page)
  * fork+execve in --isolation=none cost 55 us against 23. */
 static void close_page(struct vcpu *v, uint32_t page)
 {
-    guestmem_protect(v->gm, (uint64_t)page << 12, 0x1000, PROT_NONE);
+    if (guestmem_protect(v->gm, (uint64_t)page << 12, 0x1000, PROT_NONE)) {
+        evict_own(v);                   /* refused: it splits a run's mapping */
+        return;
+    }
     forget_page(&own, page);
     set_bit(own.closed, page, true);
     if (++own.closed_pages > CLOSED_MAX)
@@ -483,6 +534,13 @@ static void drop_in_word(struct vcpu *v, struct tlb *t, unsigned w, enum drop wh
 {
     uint64_t drop = drop_mask(v, t, w, what), keep = t->mapped[w] & ~drop;
 
+    /* Forgotten first: a removal below may empty the whole TLB (evict_own). */
+    t->pages -= (uint32_t)__builtin_popcountll(drop);
+    t->mapped[w] &= ~drop;
+    t->global[w] &= ~drop;
+    t->privileged[w] &= ~drop;
+    t->writable[w] &= ~drop;
+    t->noexec[w] &= ~drop;
     for (uint64_t todo = drop; todo; todo &= todo - 1) {
         unsigned d = (unsigned)__builtin_ctzll(todo);
         uint64_t kept_before = keep & ((1ull << d) - 1);
@@ -499,11 +557,6 @@ static void drop_in_word(struct vcpu *v, struct tlb *t, unsigned w, enum drop wh
         tlb_remove(v, t, *first, *end);
         *end = 0;
     }
-    t->mapped[w] &= ~drop;
-    t->global[w] &= ~drop;
-    t->privileged[w] &= ~drop;
-    t->writable[w] &= ~drop;
-    t->noexec[w] &= ~drop;
 }
 
 /* Unmaps every mapped page of (t) that (what) selects. A run may span pages
@@ -621,11 +674,25 @@ void mmu_tlb_forget(struct tlb *t)
     }
     memset(t->large, 0, sizeof t->large);
     t->lowest_privileged = NO_PRIVILEGED;
-    t->closed_pages = 0;
+    t->closed_pages = t->pages = 0;
 }
+
+/* A stub's pages are one host mapping each at most, and it has a few of its own; so below
+ * vm.max_map_count by this many, its mapping calls are never refused for their count. */
+#define STUB_OWN_MAPS 1024
 
 void mmu_init(struct vcpu *v)
 {
     v->walk_epoch = 1;                  /* above every zeroed entry's */
     mmu_tlb_forget(&own);
+    unsigned long max = 65530;          /* the host's default */
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+    if (f) {
+        if (fscanf(f, "%lu", &max) != 1)
+            max = 65530;
+        fclose(f);
+    }
+    if (max > NPAGES)
+        max = NPAGES;
+    stub_pages_max = (uint32_t)(max > 2 * STUB_OWN_MAPS ? max - STUB_OWN_MAPS : max / 2);
 }
