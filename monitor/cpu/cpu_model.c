@@ -206,8 +206,9 @@ bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
     case MSR_AMD_HWCR: *value = HWCR_TSC_FREQ_SEL; return true;
     case MSR_AMD_NB_CFG: *value = 0; return true;
     /* Linux writes 0 to IA32_BIOS_SIGN_ID, runs cpuid and reads the microcode revision back
-     * from its upper half on Intel CPUs of family 6 and up, without a fault handler (SDM
-     * vol. 3, 10.11.7.1). There is no microcode here: revision 1, as KVM reports by default. */
+     * from its upper half on Intel CPUs of family 6 and up (SDM vol. 3, 10.11.7.1), with
+     * wrmsr, not wrmsr_safe: a #GP is an "unchecked MSR access" warning, whose stack dump so
+     * early in boot faulted. No microcode here: revision 1, as KVM reports by default. */
     case MSR_BIOS_SIGN_ID: *value = 1ull << 32; return true;
     default: return false;       /* #GP(0), as for an MSR the CPU does not have */
     }
