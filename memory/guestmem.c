@@ -10,20 +10,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "lib/sysctl.h"
+
 #define RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 
 /* The host refuses unprivileged mappings below vm.mmap_min_addr, so the
  * guest's part of the address space starts there. */
 static uint64_t host_mmap_min_addr(void)
 {
-    unsigned long long v = GM_LOW_FLOOR;
-    FILE *f = fopen("/proc/sys/vm/mmap_min_addr", "re");
+    unsigned long long v = sysctl_number("vm/mmap_min_addr", GM_LOW_FLOOR);
 
-    if (f) {
-        if (fscanf(f, "%llu", &v) != 1)
-            v = GM_LOW_FLOOR;
-        fclose(f);
-    }
     v = (v + GM_PAGE_SIZE - 1) & ~(unsigned long long)(GM_PAGE_SIZE - 1);
     return v ? v : GM_PAGE_SIZE;
 }

@@ -43,6 +43,7 @@
 #include "ring3/abi.h"
 
 #include "lib/fail.h"
+#include "lib/sysctl.h"
 #include "memory/guestmem.h"
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
@@ -685,13 +686,7 @@ void mmu_init(struct vcpu *v)
 {
     v->walk_epoch = 1;                  /* above every zeroed entry's */
     mmu_tlb_forget(&own);
-    unsigned long max = 65530;          /* the host's default */
-    FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
-    if (f) {
-        if (fscanf(f, "%lu", &max) != 1)
-            max = 65530;
-        fclose(f);
-    }
+    unsigned long long max = sysctl_number("vm/max_map_count", 65530);    /* the host's default */
     if (max > NPAGES)
         max = NPAGES;
     stub_pages_max = (uint32_t)(max > 2 * STUB_OWN_MAPS ? max - STUB_OWN_MAPS : max / 2);
