@@ -2,10 +2,13 @@
  * them: data segments with a base and a limit, read-only and expand-down ones, a not-present
  * one, 32-bit code segments (flat, and with a base) reached by far calls, lar and lsl of each,
  * a fault inside a code segment with a base, and the table after fork, across a signal, after
- * an entry is cleared, when full and after exec. One line per check; run natively, this host's
+ * an entry is cleared, when full, while the kernel switches between it and a process with a
+ * smaller one, and after exec. One line per check; run natively, this host's
  * CPU and kernel are the oracle. Only %fs is loaded with the table's selectors: glibc keeps its
  * thread pointer in %gs and copies strings through %es. */
 #include <asm/ldt.h>
+#include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -142,6 +145,55 @@ static uint32_t data_read(uint16_t sel, uint32_t off)
                          : "memory");                                                           \
     } while (0)
 
+/* Process (pid)'s state letter in /proc/(pid)/stat, polled until it is (want) or, with
+ * (not), until it is anything else. */
+static void wait_state(pid_t pid, char want, int not)
+{
+    char path[32], line[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        char *paren = f && fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+        if (f)
+            fclose(f);
+        if (!paren || (paren[2] == want) != not)
+            return;
+        sched_yield();
+    }
+}
+
+/* A child with the whole table (LDT_ENTRIES) that its own child stops and continues
+ * (rounds) times, while this process, with a smaller table, waits for its exit: each stop
+ * and each continue wakes the waiter, which finds no exit and sleeps again in the kernel,
+ * its user code never run. Returns the child's exit status. */
+static int stopped_and_continued(uint32_t b, int rounds)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        unsigned installed = 0;
+        for (unsigned e = 10; e < LDT_ENTRIES; e++)
+            installed += set_entry(e, b, e, 0, 1, 0, 0) == 0;
+        pid_t stopper = fork();
+        if (stopper == 0) {
+            pid_t parent = getppid();
+            for (int i = 0; i < rounds; i++) {
+                kill(parent, SIGSTOP);
+                wait_state(parent, 'T', 0);
+                kill(parent, SIGCONT);
+                wait_state(parent, 'T', 1);
+            }
+            _exit(0);
+        }
+        int status;
+        while (waitpid(stopper, &status, 0) < 0 && errno == EINTR)
+            ;
+        _exit(installed == LDT_ENTRIES - 10 && WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 static uint16_t reload_after_not_present(unsigned entry, uint32_t base, int in_ds)
 {
     static struct user_desc d;
@@ -241,6 +293,11 @@ int main(int argc, char **argv)
     TRY("cleared entry", load_fs(SEL(1)));
     printf("reinstall %d\n", set_entry(1, b, 0xFF, 0, 0, 0, 0));
     check_table_read();
+
+    printf("child with the whole table stopped and continued 20 times: exit %d\n",
+           stopped_and_continued(b, 20));
+    describe(LDT_ENTRIES - 8);
+    TRY("after it, load an entry past the table", load_fs(SEL(LDT_ENTRIES - 8)));
 
     /* The whole table (LDT_ENTRIES, SDM vol. 3, 3.5.1): a child after fork has all of it, up
      * to selector 0xffff, which it loads and then makes a system call; a process that runs

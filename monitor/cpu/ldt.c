@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "memory/guestmem.h"
+#include "monitor/host/stats.h"
 #include "monitor/mmu/paging.h"
 #include "segment.h"
 
@@ -24,11 +25,31 @@
 uint64_t ldt_generation = 1;
 static unsigned here_entries;       /* how many entries the guest's LDT has in ring3's own process */
 
+/* ring3's own host LDT, with --isolation=none. Its entries from here_entries on may still
+ * hold an earlier guest LDT's (here_stale) until guest code next runs above CPL 0
+ * (ldt_leaving_kernel): the guest kernel loads a null LDT for each temporary mm it uses
+ * (text_poke's poking_mm, init_mm) and the process's LDT again after, with no user code
+ * in between. Clearing a full LDT there and writing it back cost 2 x 8192 host modify_ldt
+ * calls, each a copy of the whole table (ldt.h). */
+static struct ldt_mirror here;
+static bool here_stale;
+
+/* The raw value of an entry ring3 wrote for itself (ldt_own_written): none that
+ * mirrored() gives, which makes every system descriptor 0. */
+#define RAW_OWN 1u
+
+/* What the host entry for guest descriptor (raw) is made from: 0 for each one
+ * ldt_user_desc empties, so that equal values give equal host entries. */
+static uint64_t mirrored(uint64_t raw)
+{
+    return !(raw & D_S) || D_DPL(raw) != 3 || (raw & D_L) ? 0 : raw;
+}
+
 void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d)
 {
     memset(d, 0, sizeof *d);
     d->entry_number = index;
-    if (!(raw & D_S) || D_DPL(raw) != 3 || (raw & D_L)) {
+    if (!mirrored(raw)) {
         /* modify_ldt's "clear this entry" (LDT_empty, asm/desc.h); all zero is a 16-bit segment */
         d->read_exec_only = 1;
         d->seg_not_present = 1;
@@ -49,16 +70,6 @@ void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d)
 static unsigned guest_entries(const struct vcpu *v)
 {
     return (v->ldtr.sel & ~3u) ? (v->ldtr.limit + 1) / 8 : 0;
-}
-
-void ldt_loaded(struct vcpu *v)
-{
-    ldt_generation++;
-    if (v->isolation == ISOLATION_NONE) {
-        static struct ldt_mirror here;
-        ldt_update(v, &here, LDT_ENTRIES, NULL, NULL);
-        here_entries = guest_entries(v);
-    }
 }
 
 uint64_t ldt_gen(void)
@@ -107,6 +118,60 @@ static uint64_t guest_entry(struct vcpu *v, struct ldt_reader *r, unsigned i)
     return raw;
 }
 
+unsigned ldt_stale(const struct vcpu *v, const struct ldt_mirror *m)
+{
+    unsigned stale = 0;
+    for (unsigned i = guest_entries(v); i < m->n; i++)
+        stale += m->raw[i] != 0 && m->raw[i] != RAW_OWN;
+    return stale;
+}
+
+/* Entry (i) of (m) made (raw) on the host. */
+static void put(struct ldt_mirror *m, unsigned i, uint64_t raw, ldt_write *write, void *ctx)
+{
+    struct user_desc d;
+    ldt_user_desc(raw, i, &d);
+    write(ctx, &d);
+    m->raw[i] = raw;
+    stats_ldt_written();
+}
+
+/* Entries [0, n) of (m) brought up to the guest's LDT, n its entry count up to (max);
+ * the entries of (m) from n on are left as they are. Returns n. */
+static unsigned mirror_entries(struct vcpu *v, struct ldt_mirror *m, unsigned max, ldt_write *write, void *ctx)
+{
+    unsigned n = guest_entries(v);
+    if (n > max) {
+        TRACE(v, "guest LDT entries %u and up are not mirrored", max);
+        n = max;
+    }
+    for (; m->n < n; m->n++)
+        m->raw[m->n] = 0;           /* an entry the host never had is empty there */
+    struct ldt_reader r = {0};
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t raw = mirrored(guest_entry(v, &r, i));
+        if (raw == m->raw[i])
+            continue;
+        put(m, i, raw, write, ctx);
+    }
+    m->gen = ldt_generation;
+    return n;
+}
+
+/* The entries of (m) from (n) on emptied on the host, but for ring3's own. */
+static void clear_from(struct ldt_mirror *m, unsigned n, ldt_write *write, void *ctx)
+{
+    for (unsigned i = n; i < m->n; i++) {
+        if (m->raw[i] != 0 && m->raw[i] != RAW_OWN)
+            put(m, i, 0, write, ctx);
+    }
+}
+
+void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max, ldt_write *write, void *ctx)
+{
+    clear_from(m, mirror_entries(v, m, max, write, ctx), write, ctx);
+}
+
 /* modify_ldt in ring3's own process. */
 static void write_here(void *ctx, const struct user_desc *d)
 {
@@ -116,42 +181,28 @@ static void write_here(void *ctx, const struct user_desc *d)
         TRACE(v, "the host refused guest LDT entry %u", d->entry_number);
 }
 
-unsigned ldt_stale(const struct vcpu *v, const struct ldt_mirror *m)
+void ldt_loaded(struct vcpu *v)
 {
-    unsigned stale = 0;
-    for (unsigned i = guest_entries(v); i < m->n; i++)
-        stale += m->raw[i] != 0;
-    return stale;
+    ldt_generation++;
+    if (v->isolation == ISOLATION_NONE) {
+        here_entries = mirror_entries(v, &here, LDT_ENTRIES, write_here, v);
+        here_stale = here_stale || here.n > here_entries;
+    }
 }
 
-void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
-                void (*write)(void *ctx, const struct user_desc *d), void *ctx)
+void ldt_leaving_kernel(struct vcpu *v)
 {
-    if (!write) {
-        write = write_here;
-        ctx = v;
-    }
-    unsigned n = guest_entries(v);
-    if (n > max) {
-        TRACE(v, "guest LDT entries %u and up are not mirrored", max);
-        n = max;
-    }
-    unsigned top = n > m->n ? n : m->n;
-    struct ldt_reader r = {0};
-    for (unsigned i = 0; i < top; i++) {
-        uint64_t raw = i < n ? guest_entry(v, &r, i) : 0;
-        if (i < m->n && raw == m->raw[i])
-            continue;
-        if (i >= m->n && raw == 0)
-            continue;               /* an entry the host never had is empty there already */
-        struct user_desc d;
-        ldt_user_desc(raw, i, &d);
-        write(ctx, &d);
-        m->raw[i] = raw;
-    }
-    /* Entries from n on are empty on the host now, and counted as such. */
-    m->n = top;
-    m->gen = ldt_generation;
+    if (!here_stale)
+        return;
+    clear_from(&here, here_entries, write_here, v);
+    here_stale = false;
+}
+
+void ldt_own_written(unsigned index)
+{
+    for (; here.n <= index; here.n++)
+        here.raw[here.n] = 0;       /* as in mirror_entries */
+    here.raw[index] = RAW_OWN;
 }
 
 bool ldt_covers_here(unsigned index)

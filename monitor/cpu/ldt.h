@@ -8,7 +8,10 @@
  * ring3's own process with --isolation=none, the address space's stub
  * otherwise. Linux never changes an LDT in place: modify_ldt installs a new
  * one and every CPU reloads LDTR (arch/x86/kernel/ldt.c, install_ldt), so the
- * copy is brought up to date after each lldt.
+ * copy is brought up to date after each lldt. In ring3's own process, entries
+ * past the guest's LDT are emptied only before guest code next runs above
+ * CPL 0: a process that the kernel switches to and away from without
+ * returning to it leaves the host table as it was.
  */
 #ifndef RING3_LDT_H
 #define RING3_LDT_H
@@ -40,14 +43,25 @@ void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d);
 /* LDTR was loaded (lldt): the guest's LDT may be new. */
 void ldt_loaded(struct vcpu *v);
 
+/* Guest code is about to run above CPL 0 in ring3's own process
+ * (--isolation=none): host LDT entries past the guest's LDT are emptied now,
+ * if an earlier lldt left any (ldt.c, here_stale). */
+void ldt_leaving_kernel(struct vcpu *v);
+
+/* ring3 wrote an entry of its own (segment.c) at (index) of its own host LDT,
+ * where the guest's LDT has none: the next lldt that covers it writes it. */
+void ldt_own_written(unsigned index);
+
 /* Counts ldt_loaded calls: a mirror older than this may be out of date. */
 extern uint64_t ldt_generation;
 uint64_t ldt_gen(void);
 
+/* Passes one entry to the host modify_ldt of the process that (ctx) names. */
+typedef void ldt_write(void *ctx, const struct user_desc *d);
+
 /* Bring (m) up to the guest's LDT now, at most (max) entries: (write) gets
- * each entry that changed, to pass to its host modify_ldt. */
-void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max,
-                void (*write)(void *ctx, const struct user_desc *d), void *ctx);
+ * each entry that changed. */
+void ldt_update(struct vcpu *v, struct ldt_mirror *m, unsigned max, ldt_write *write, void *ctx);
 
 /* How many non-empty entries of (m) the guest's LDT now leaves out: what
  * ldt_update would clear, one host modify_ldt each. */

@@ -284,6 +284,7 @@ bool seg_set_user_limit(struct vcpu *v, uint32_t top)
     d.limit = (top >> 12) - 1;
     d.seg_32bit = 1;
     seg_host_descriptors_changed(v);
+    ldt_own_written(LDT_USER);
     if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0)
         return false;
     fast_facts.user_top = top;
@@ -383,6 +384,7 @@ static uint16_t host_selector(struct vcpu *v, unsigned sreg, const struct seg *s
     v->sh->segc[sreg].sel = SEGC_NONE;      /* its LDT entry changes: forget what it held */
     own_entry_valid[sreg] = false;
     seg_host_descriptors_changed(v);
+    ldt_own_written(d.entry_number);
     if (syscall(SYS_modify_ldt, 1, &d, sizeof d) != 0) {
         TRACE(v, "modify_ldt failed for %04x; using the flat segment", s->sel);
         return HOST_DS;

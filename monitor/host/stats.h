@@ -41,6 +41,7 @@ void stats_add_stub_lost(enum stub_loss why, int sig);
 void stats_add_stub_renewed(void);
 void stats_add_closed(bool reopened, unsigned released);
 void stats_add_evicted(unsigned pages);
+void stats_add_ldt_written(void);
 
 /* The start of a timed event: the TSC when --stats is on, else 0 (nothing else is paid). */
 static inline uint64_t stats_start(void) { return stats_enabled ? __rdtsc() : 0; }
@@ -70,6 +71,8 @@ static inline void stats_reopened(void) { if (stats_enabled) stats_add_closed(tr
 static inline void stats_released(unsigned pages) { if (stats_enabled) stats_add_closed(false, pages); }
 /* A TLB of (pages) pages emptied: the host would give it no more mappings (mmu.c, evict_own). */
 static inline void stats_evicted(unsigned pages) { if (stats_enabled) stats_add_evicted(pages); }
+/* One entry of a host LDT written, a host modify_ldt that copies the whole table (ldt.c). */
+static inline void stats_ldt_written(void) { if (stats_enabled) stats_add_ldt_written(); }
 
 /* Print the table to (f): one row per kind seen, with count, total and mean host time. */
 void stats_report(FILE *f, double seconds_in_all);

@@ -45,6 +45,7 @@
 #include "lib/fail.h"
 #include "lib/sysctl.h"
 #include "memory/guestmem.h"
+#include "monitor/cpu/ldt.h"
 #include "monitor/cpu/segment.h"
 #include "monitor/cpu/vcpu.h"
 #include "monitor/gdb/gdbstub.h"
@@ -612,6 +613,7 @@ void mmu_set_cpl(struct vcpu *v, unsigned cpl)
          * its segments below those pages, or drop them; and below ring3's
          * runtime area always, which stays mapped. A stub has neither. */
         if (v->isolation == ISOLATION_NONE) {
+            ldt_leaving_kernel(v);      /* before ring3's own entry for user data below */
             uint32_t top = R3_RUNTIME_BASE;
             if (own.lowest_privileged < top && v->user_unlimited)
                 unmap_where(v, &own, DROP_PRIVILEGED);
