@@ -45,6 +45,13 @@ static uint64_t mirrored(uint64_t raw)
     return !(raw & D_S) || D_DPL(raw) != 3 || (raw & D_L) ? 0 : raw;
 }
 
+/* Whether a mirror entry of (raw) holds a guest descriptor on the host: what emptying the
+ * entries past a smaller table must clear (not an empty one, nor ring3's own). */
+static bool holds_guest(uint64_t raw)
+{
+    return raw != 0 && raw != RAW_OWN;
+}
+
 void ldt_user_desc(uint64_t raw, unsigned index, struct user_desc *d)
 {
     memset(d, 0, sizeof *d);
@@ -122,7 +129,7 @@ unsigned ldt_stale(const struct vcpu *v, const struct ldt_mirror *m)
 {
     unsigned stale = 0;
     for (unsigned i = guest_entries(v); i < m->n; i++)
-        stale += m->raw[i] != 0 && m->raw[i] != RAW_OWN;
+        stale += holds_guest(m->raw[i]);
     return stale;
 }
 
@@ -154,7 +161,6 @@ static unsigned mirror_entries(struct vcpu *v, struct ldt_mirror *m, unsigned ma
             continue;
         put(m, i, raw, write, ctx);
     }
-    m->gen = ldt_generation;
     return n;
 }
 
@@ -162,7 +168,7 @@ static unsigned mirror_entries(struct vcpu *v, struct ldt_mirror *m, unsigned ma
 static void clear_from(struct ldt_mirror *m, unsigned n, ldt_write *write, void *ctx)
 {
     for (unsigned i = n; i < m->n; i++) {
-        if (m->raw[i] != 0 && m->raw[i] != RAW_OWN)
+        if (holds_guest(m->raw[i]))
             put(m, i, 0, write, ctx);
     }
 }

@@ -29,7 +29,6 @@
 
 /* What one host LDT holds of the guest's: raw descriptors, [0, n). */
 struct ldt_mirror {
-    uint64_t gen;                   /* ldt_gen() when last brought up to date */
     unsigned n;
     uint64_t raw[LDT_ENTRIES];
 };
