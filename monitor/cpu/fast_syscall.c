@@ -94,20 +94,6 @@ static int sysenter(struct vcpu *v, struct r3_shared *sh)
     return 1;
 }
 
-/* Whether seg_sync_tls would write nothing: the guest's TLS descriptors are the ones the
- * host's were last made from, read through the translation used then. */
-static bool tls_unchanged(const struct vcpu *v)
-{
-    const struct fast_facts *f = &fast_facts;
-    if (!f->tls_known || f->tls_walk_epoch != v->walk_epoch || f->tls_gdt_base != v->gdtr.base ||
-        f->tls_gdt_limit != v->gdtr.limit)
-        return false;
-    for (unsigned i = 0; i < 3; i++)
-        if (f->tls_at[i] != f->tls_raw[i])
-            return false;
-    return true;
-}
-
 /* SYSEXIT to CPL 3 when the user data entry already ends where mmu_set_cpl would put it, the
  * TLS entries are unchanged and no interrupt is pending. */
 static int sysexit(struct vcpu *v, struct r3_shared *sh)
@@ -115,7 +101,7 @@ static int sysexit(struct vcpu *v, struct r3_shared *sh)
     uint16_t cs = (uint16_t)((v->sysenter_cs + 16) | 3), ss = (uint16_t)((v->sysenter_cs + 24) | 3);
     uint32_t top = *mmu_own_lowest_privileged < R3_RUNTIME_BASE ? *mmu_own_lowest_privileged : R3_RUNTIME_BASE;
     if (v->cpl != 0 || (cs & 4) || v->user_unlimited || !v->first_user_ns || top < 0x1000 ||
-        top != fast_facts.user_top || fast_facts.user_gen != ldt_generation || !tls_unchanged(v) ||
+        top != fast_facts.user_top || fast_facts.user_gen != ldt_generation || !seg_tls_unchanged(v) ||
         (v->plat && v->intr.level) || !site_readable(v, sh->regs[REG_ESP]))
         return 0;
 

@@ -213,6 +213,8 @@ static void tls_remember(struct vcpu *v, uint32_t at, const uint64_t raw[TLS_COU
 void seg_sync_tls(struct vcpu *v)
 {
     uint64_t read[TLS_COUNT];
+    if (seg_tls_unchanged(v))
+        return;                     /* as tls_remember found them: this would write nothing */
     tls_write_failed = false;
     for (unsigned i = 0; i < TLS_COUNT; i++) {
         uint16_t sel = (uint16_t)((TLS_FIRST + i) << 3);

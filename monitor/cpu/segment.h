@@ -54,6 +54,21 @@ uint32_t seg_linear(struct vcpu *v, unsigned sreg, uint32_t offset, uint32_t len
  * to CPL 3: the guest kernel writes them with plain stores (load_TLS). */
 void seg_sync_tls(struct vcpu *v);
 
+/* Whether seg_sync_tls would write nothing: the guest's TLS descriptors are the bytes the
+ * host's were last made from, read through the translation used then, in a GDT where it
+ * was. Inline, as seg_take_fast_loads: fast_syscall.c runs it with general registers only. */
+static inline bool seg_tls_unchanged(const struct vcpu *v)
+{
+    const struct fast_facts *f = &fast_facts;
+    if (!f->tls_known || f->tls_walk_epoch != v->walk_epoch || f->tls_gdt_base != v->gdtr.base ||
+        f->tls_gdt_limit != v->gdtr.limit)
+        return false;
+    for (unsigned i = 0; i < 3; i++)
+        if (f->tls_at[i] != f->tls_raw[i])
+            return false;
+    return true;
+}
+
 /* The set_thread_area descriptor of guest TLS entry (i) (0-2; GDT entry
  * 12 + i) as it is now, an empty one when set_thread_area would not take it:
  * what a stub's host GDT needs (monitor/mmu/aspace.c). */

@@ -75,6 +75,8 @@ struct aspace {
     uint64_t last_run;
     bool tls_known;
     struct user_desc tls[3];        /* what its host GDT TLS entries hold */
+    bool tls_from_known;            /* ... made from these guest descriptors (fast_facts.tls_raw) */
+    uint64_t tls_from[3];
     struct ldt_mirror *ldt;         /* what its host LDT holds of the guest's (NULL: nothing yet) */
     uint64_t ldt_gen;               /* ldt_gen() when that was last brought up to date */
     bool lost_at_hold;              /* its stub was given up at a hold (aspace_hold) ... */
@@ -294,7 +296,28 @@ static void push_ldt(struct vcpu *v, struct aspace *as)
     as->ldt_gen = ldt_gen();
 }
 
-_Static_assert(sizeof(struct user_desc) == sizeof(struct stub_tls), "user_desc is the stub's entry");
+/* The stub's host TLS entries as the guest's TLS descriptors are now. Those are read from
+ * the guest's GDT only when they may differ from the ones its entries were last made from:
+ * seg_sync_tls, on the way out to CPL 3 just before, read them, and fast_facts says whether
+ * they are still those bytes. A system call would otherwise read all three twice. */
+static void push_tls(struct vcpu *v, struct aspace *as)
+{
+    const uint64_t *now = fast_facts.tls_raw;
+    bool known = seg_tls_unchanged(v);
+    if (known && as->tls_known && as->tls_from_known && !memcmp(as->tls_from, now, sizeof as->tls_from))
+        return;
+    for (unsigned i = 0; i < 3; i++) {
+        struct user_desc d;
+        seg_tls_descriptor(v, i, &d);
+        if (!as->tls_known || memcmp(&d, &as->tls[i], sizeof d)) {
+            stub_queue_tls(as->stub, (const struct stub_tls *)&d);
+            as->tls[i] = d;
+        }
+    }
+    as->tls_known = true;
+    as->tls_from_known = known;
+    memcpy(as->tls_from, now, sizeof as->tls_from);
+}
 
 /* Hand the queued changes and the TLS and LDT entries to the stub. Maps of
  * neighbouring pages on neighbouring frames with the same rights go as one. */
@@ -317,15 +340,7 @@ static void push_changes(struct vcpu *v, struct aspace *as)
     if (pages)
         stats_map_request(pages);
     as->nmap = as->nunmap = 0;
-    for (unsigned i = 0; i < 3; i++) {
-        struct user_desc d;
-        seg_tls_descriptor(v, i, &d);
-        if (!as->tls_known || memcmp(&d, &as->tls[i], sizeof d)) {
-            stub_queue_tls(as->stub, (const struct stub_tls *)&d);
-            as->tls[i] = d;
-        }
-    }
-    as->tls_known = true;
+    push_tls(v, as);
 }
 
 /* The user state in the shared page, as the stub resumes it. */
