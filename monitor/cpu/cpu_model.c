@@ -7,6 +7,7 @@
 
 #include "cpu_model.h"
 
+#include "monitor/host/stats.h"
 #include "monitor/mmu/mmu.h"
 
 #include "vcpu.h"
@@ -59,13 +60,69 @@ bool cpu_cpuid_faulting_on(void)
     return cpuid_faulting;
 }
 
-static void host_cpuid(uint32_t leaf, uint32_t sub, uint32_t out[4])
+/* The host's answers, each asked once. In a virtual machine every CPUID exits to the
+ * hypervisor, and with faulting on, the two arch_prctl around it write an MSR each: on a
+ * 2-core Intel Xeon VM a CPUID took 8 us, and with them 27 us, while a static glibc
+ * program's start-up asks about 59 times (init_cpu_features and the cache sizes, each a #GP
+ * here): more than half of a fork and exec's time in ring3 (bench/programs/forkexec). A
+ * leaf's values are the processor's and do not change while it runs (SDM vol. 2, CPUID),
+ * but for the APIC IDs in leaves 1, 0xB and 0x1F and the core type of 0x1A, which differ by
+ * the host CPU the monitor happens to run on: the guest's one CPU keeps the first it was
+ * given. A (leaf, sub-leaf) is looked for in the HOST_CPUID_PROBE slots from where it
+ * hashes, and a new one takes the first empty slot there, or the next of them in turn. */
+#define HOST_CPUID_SLOTS 256
+#define HOST_CPUID_PROBE 8
+static struct host_answer {
+    bool valid;
+    uint32_t leaf, sub, out[4];
+} host_answers[HOST_CPUID_SLOTS];
+
+static struct host_answer *host_answer(uint32_t leaf, uint32_t sub)
 {
+    static unsigned turn;
+    unsigned first = (leaf * 0x9E3779B1u ^ sub * 0x85EBCA6Bu) >> 24, empty = HOST_CPUID_SLOTS;
+    for (unsigned i = 0; i < HOST_CPUID_PROBE; i++) {
+        unsigned slot = (first + i) % HOST_CPUID_SLOTS;
+        struct host_answer *a = &host_answers[slot];
+        if (a->valid && a->leaf == leaf && a->sub == sub)
+            return a;
+        if (!a->valid && empty == HOST_CPUID_SLOTS)
+            empty = slot;
+    }
+    if (empty == HOST_CPUID_SLOTS)
+        empty = (first + turn++ % HOST_CPUID_PROBE) % HOST_CPUID_SLOTS;
+    struct host_answer *a = &host_answers[empty];
     if (cpuid_faulting)
         syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
-    __cpuid_count(leaf, sub, out[0], out[1], out[2], out[3]);
+    __cpuid_count(leaf, sub, a->out[0], a->out[1], a->out[2], a->out[3]);
     if (cpuid_faulting)
         syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0);
+    a->leaf = leaf;
+    a->sub = sub;
+    a->valid = true;
+    stats_host_cpuid();
+    return a;
+}
+
+/* Whether (leaf) ignores ECX: the basic leaves without sub-leaves that programs ask most
+ * (SDM vol. 2, CPUID, Table 3-8; glibc leaves ECX as it was for leaf 0, a stack address that
+ * differs at each exec), and the extended ones up to 0x80000008 (AMD APM vol. 3, E.4). Any
+ * other leaf is looked up by its sub-leaf too, which may miss, but never answers wrongly. */
+static bool without_subleaves(uint32_t leaf)
+{
+    switch (leaf) {
+    case 0x0: case 0x1: case 0x2: case 0x3: case 0x5: case 0x6: case 0xA: case 0x15: case 0x16:
+        return true;
+    default:
+        return leaf >= 0x80000000u && leaf <= 0x80000008u;
+    }
+}
+
+static void host_cpuid(uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+    const struct host_answer *a = host_answer(leaf, without_subleaves(leaf) ? 0 : sub);
+    for (unsigned i = 0; i < 4; i++)
+        out[i] = a->out[i];
 }
 
 /* XCR0 (SDM vol. 1, 13.3): x87 (bit 0), SSE (1), AVX (2), and AVX-512's opmask,

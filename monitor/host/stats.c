@@ -26,6 +26,7 @@ static struct counter gates[R3_ENTRY_COUNT], signals[STAT_SIGNAL_KINDS], cr3_wri
 static uint64_t reopened, released, releases;
 static uint64_t evictions, evicted;
 static uint64_t ldt_written;
+static uint64_t host_cpuids;
 static uint64_t map_requests, pages_mapped, stubs_renewed, stubs_lost[STUB_LOSS_KINDS][NSIG];  /* by the signal that ended it */
 static uint64_t inserts[R3_ENTRY_COUNT], exceptions[32], interrupts[256];
 static double ns_per_tick;
@@ -81,6 +82,7 @@ void stats_add_evicted(unsigned pages)
     evicted += pages;
 }
 void stats_add_ldt_written(void) { ldt_written++; }
+void stats_add_host_cpuid(void) { host_cpuids++; }
 void stats_add_insert(unsigned entry) { inserts[entry % R3_ENTRY_COUNT]++; }
 void stats_add_exception(unsigned vector) { exceptions[vector % 32]++; }
 void stats_add_interrupt(unsigned vector) { interrupts[vector % 256]++; }
@@ -130,6 +132,8 @@ void stats_report(FILE *f, double seconds_in_all)
                  (double)evicted / evictions);
         row(f, "mmu", name, evictions, NULL);
     }
+    /* the host's CPUID, asked for a leaf the guest's CPUID had not asked before (cpu_model.c) */
+    row(f, "cpu", "host CPUID executed", host_cpuids, NULL);
     /* the guest's LDT copied into the host LDT of ring3's own process or of a stub */
     row(f, "ldt", "host LDT entries written", ldt_written, NULL);
     /* --isolation=process: each run of a stub, counted from the hand-off to its event, holds

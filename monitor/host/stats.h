@@ -42,6 +42,7 @@ void stats_add_stub_renewed(void);
 void stats_add_closed(bool reopened, unsigned released);
 void stats_add_evicted(unsigned pages);
 void stats_add_ldt_written(void);
+void stats_add_host_cpuid(void);
 
 /* The start of a timed event: the TSC when --stats is on, else 0 (nothing else is paid). */
 static inline uint64_t stats_start(void) { return stats_enabled ? __rdtsc() : 0; }
@@ -73,6 +74,8 @@ static inline void stats_released(unsigned pages) { if (stats_enabled) stats_add
 static inline void stats_evicted(unsigned pages) { if (stats_enabled) stats_add_evicted(pages); }
 /* One entry of a host LDT written, a host modify_ldt that copies the whole table (ldt.c). */
 static inline void stats_ldt_written(void) { if (stats_enabled) stats_add_ldt_written(); }
+/* One CPUID run on the host for the guest's: a leaf not asked before (cpu_model.c, host_cpuid). */
+static inline void stats_host_cpuid(void) { if (stats_enabled) stats_add_host_cpuid(); }
 
 /* Print the table to (f): one row per kind seen, with count, total and mean host time. */
 void stats_report(FILE *f, double seconds_in_all);
