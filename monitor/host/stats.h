@@ -74,7 +74,7 @@ static inline void stats_released(unsigned pages) { if (stats_enabled) stats_add
 static inline void stats_evicted(unsigned pages) { if (stats_enabled) stats_add_evicted(pages); }
 /* One entry of a host LDT written, a host modify_ldt that copies the whole table (ldt.c). */
 static inline void stats_ldt_written(void) { if (stats_enabled) stats_add_ldt_written(); }
-/* One CPUID run on the host for the guest's: a leaf not asked before (cpu_model.c, host_cpuid). */
+/* One CPUID run on the host for the guest's: a leaf not asked before (cpu_model.c, host_answer). */
 static inline void stats_host_cpuid(void) { if (stats_enabled) stats_add_host_cpuid(); }
 
 /* Print the table to (f): one row per kind seen, with count, total and mean host time. */
