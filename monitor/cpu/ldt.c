@@ -143,6 +143,13 @@ static void put(struct ldt_mirror *m, unsigned i, uint64_t raw, ldt_write *write
     stats_ldt_written();
 }
 
+/* (m) covering entries [0, n) at least: an entry the host never had is empty there. */
+static void cover(struct ldt_mirror *m, unsigned n)
+{
+    for (; m->n < n; m->n++)
+        m->raw[m->n] = 0;
+}
+
 /* Entries [0, n) of (m) brought up to the guest's LDT, n its entry count up to (max);
  * the entries of (m) from n on are left as they are. Returns n. */
 static unsigned mirror_entries(struct vcpu *v, struct ldt_mirror *m, unsigned max, ldt_write *write, void *ctx)
@@ -152,8 +159,7 @@ static unsigned mirror_entries(struct vcpu *v, struct ldt_mirror *m, unsigned ma
         TRACE(v, "guest LDT entries %u and up are not mirrored", max);
         n = max;
     }
-    for (; m->n < n; m->n++)
-        m->raw[m->n] = 0;           /* an entry the host never had is empty there */
+    cover(m, n);
     struct ldt_reader r = {0};
     for (unsigned i = 0; i < n; i++) {
         uint64_t raw = mirrored(guest_entry(v, &r, i));
@@ -206,8 +212,7 @@ void ldt_leaving_kernel(struct vcpu *v)
 
 void ldt_own_written(unsigned index)
 {
-    for (; here.n <= index; here.n++)
-        here.raw[here.n] = 0;       /* as in mirror_entries */
+    cover(&here, index + 1);
     here.raw[index] = RAW_OWN;
 }
 
