@@ -252,7 +252,11 @@ def test_ssh_into_the_root_through_hostfwd(tmp_path):
         [RING3, "run", "--disk", f"{IMAGE},snapshot=on", *DEBIAN,
          "--net", f"user,hostfwd=tcp:127.0.0.1:{port}-:22", "--cmd",
          f"echo '{public}' >> /root/.ssh/authorized_keys; "
-         "for i in $(seq 1200); do [ -s /tmp/done ] && break; sleep 0.1; done; cat /tmp/done"],
+         "for i in $(seq 1200); do [ -s /tmp/done ] && break; sleep 0.1; done; "
+         # the session that wrote it ends first: a guest powered off while sshd still closes
+         # it leaves the client with "closed by remote host" (exit 255), not the command's 0
+         "for i in $(seq 100); do grep -qs '^sshd: root@' /proc/[0-9]*/cmdline || break; sleep 0.1; done; "
+         "cat /tmp/done"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     ssh = ["ssh", "-p", str(port), "-i", str(key), "-o", "BatchMode=yes",
            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
