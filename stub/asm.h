@@ -34,6 +34,7 @@
 #define HOST_DS        0x2b                   /* ... and its user data selector */
 /* The EFLAGS bits guest code may choose: CF PF AF ZF SF TF DF OF NT AC ID (SDM vol. 1, 3.4.3). */
 #define EFLAGS_USER    0x244DD5
+#define EFLAGS_TF      0x100
 #define EFLAGS_IF      0x200
 #define EFLAGS_ID      0x200000
 #define EFLAGS_NT      0x4000

@@ -103,6 +103,8 @@ struct stub {
 extern const char ring3_stub_image[], ring3_stub_image_end[];   /* stub/blob.S */
 
 static int guest_memfd = -1, image_fd = -1;
+static int cpuid_fd = -1;                   /* the CPUID answers (protocol.h, "CPUID") ... */
+static struct stub_cpuid_page *cpuid_page;  /* ... and the monitor's writable view of them */
 static enum stub_syscalls redirect;
 static size_t xsave_size;
 static uint64_t host_xcr0;          /* what the vector state taken from a stub may hold */
@@ -200,7 +202,7 @@ static void kill_all(void)
 
 /* ---- starting a stub ---- */
 
-struct child_args { int image, ctl, sock; };
+struct child_args { int image, ctl, sock, cpuid; };
 
 /* Runs in the child of clone(CLONE_VM | CLONE_VFORK), on the monitor's memory until execveat:
  * raw system calls only, nothing the monitor could notice. The monitor's signal handlers,
@@ -215,10 +217,11 @@ static int child_main(void *p)
             syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
     stack_t ss = { .ss_flags = SS_DISABLE };
     syscall(SYS_sigaltstack, &ss, NULL);
-    if (syscall(SYS_dup3, a->ctl, STUB_FD_CTL, 0) < 0 || syscall(SYS_dup3, a->sock, STUB_FD_SOCK, 0) < 0)
+    if (syscall(SYS_dup3, a->ctl, STUB_FD_CTL, 0) < 0 || syscall(SYS_dup3, a->sock, STUB_FD_SOCK, 0) < 0 ||
+        syscall(SYS_dup3, a->cpuid, STUB_FD_CPUID, 0) < 0)
         syscall(SYS_exit_group, 126);
     syscall(SYS_close_range, 0, 2, 0);
-    syscall(SYS_close_range, STUB_FD_SOCK + 1, ~0u, CLOSE_RANGE_CLOEXEC);   /* the image fd must live to execveat */
+    syscall(SYS_close_range, STUB_FD_CPUID + 1, ~0u, CLOSE_RANGE_CLOEXEC);  /* the image fd must live to execveat */
     unsigned long none = 0;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
     char *argv[] = { "ring3-stub", NULL }, *envp[] = { NULL };
@@ -232,7 +235,7 @@ static struct stub *start_stub(void)
     static char child_stack[32768] __attribute__((aligned(64)));   /* CLONE_VFORK: one child at a time */
     struct stub *s = calloc(1, sizeof *s);
     int ctlfd = -1, sv[2] = { -1, -1 };
-    struct child_args a = { image_fd, -1, -1 };
+    struct child_args a = { image_fd, -1, -1, cpuid_fd };
     if (!s)
         return NULL;
     s->pidfd = s->sock = s->listener = -1;
@@ -365,6 +368,52 @@ fail:;
     return false;
 }
 
+/* The CPUID answers' page (protocol.h, "CPUID"): mapped writable here, then sealed so that no
+ * other mapping of it can be writable, a stub's included. */
+static int cpuid_page_init(void)
+{
+    int fd = memfd_create("ring3-stub-cpuid", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -1;
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, sizeof *cpuid_page) == 0)
+        p = mmap(NULL, sizeof *cpuid_page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    if (p == MAP_FAILED || high < 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+        int e = errno;
+        if (p != MAP_FAILED) munmap(p, sizeof *cpuid_page);
+        if (high >= 0) close(high);
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    close(fd);
+    cpuid_page = p;
+    cpuid_fd = high;
+    return 0;
+}
+
+void stubs_cpuid_answered(uint32_t leaf, uint32_t sub, bool any_sub, const uint32_t out[4])
+{
+    uint32_t n = cpuid_page ? cpuid_page->count : STUB_CPUID_MAX;
+    if (n >= STUB_CPUID_MAX)
+        return;                     /* full: the monitor answers the rest */
+    for (uint32_t i = 0; i < n; i++)
+        if (cpuid_page->a[i].leaf == leaf && (any_sub || cpuid_page->a[i].sub == sub))
+            return;
+    struct stub_cpuid_answer *a = &cpuid_page->a[n];
+    *a = (struct stub_cpuid_answer){ .leaf = leaf, .sub = any_sub ? 0 : sub, .any_sub = any_sub };
+    memcpy(a->out, out, sizeof a->out);
+    __atomic_store_n(&cpuid_page->count, n + 1, __ATOMIC_RELEASE);
+}
+
+void stubs_cpuid_forget(void)
+{
+    if (cpuid_page)
+        __atomic_store_n(&cpuid_page->count, 0, __ATOMIC_RELEASE);
+}
+
 int stubs_init(int memfd, size_t xsize, enum stub_syscalls how, enum stub_placement where)
 {
     if (xsize > STUB_FPU_MAX || xsize < 576) {
@@ -395,9 +444,10 @@ int stubs_init(int memfd, size_t xsize, enum stub_syscalls how, enum stub_placem
         fprintf(stderr, "ring3: stubs: cannot write the stub image to a memfd: %s\n", strerror(errno));
         return -1;
     }
-    /* above the descriptors a child sets up (STUB_FD_CTL, STUB_FD_SOCK) before its execveat */
+    /* above the descriptors a child sets up (STUB_FD_CTL, STUB_FD_SOCK, STUB_FD_CPUID) before
+     * its execveat */
     int high = fcntl(image_fd, F_DUPFD_CLOEXEC, 10);
-    if (high < 0) {
+    if (high < 0 || cpuid_page_init() < 0) {
         fprintf(stderr, "ring3: stubs: %s\n", strerror(errno));
         return -1;
     }

@@ -46,6 +46,12 @@ int stubs_init(int guest_memfd, size_t xsave_size, enum stub_syscalls how, enum 
  * the pool without waiting. NULL (after a message) if none can be started. */
 struct stub *stub_create(void);
 
+/* The CPUID answers every stub gives its guest code itself (protocol.h, "CPUID"): the monitor
+ * answered (leaf, sub) with (out), for every sub-leaf when (any_sub). Forgotten all at once when
+ * an answer changes, before any stub runs guest code again. */
+void stubs_cpuid_answered(uint32_t leaf, uint32_t sub, bool any_sub, const uint32_t out[4]);
+void stubs_cpuid_forget(void);
+
 /* Kill (s), reap it and free what it held. Returns its wait status (waitpid(2)), for messages. */
 int stub_destroy(struct stub *s);
 

@@ -97,6 +97,23 @@
  * commands first; the stub reads cmd again after its map code. A stub that
  * does not come is given up, and the monitor waits for its end before it goes
  * on (tests/stub: 6i).
+ *
+ * CPUID. Where the host has CPUID faulting (Intel SDM vol. 4, MSR 140H bit
+ * 0), the stub turns it on, and a guest process's cpuid raises #GP(0), which
+ * the monitor answers with the guest kernel's filtered view: a hand-off for
+ * each of the 50 to 60 that a glibc program asks at start-up. The monitor
+ * also writes each answer it gives into one page that all stubs map
+ * read-only at STUB_CPUID_ADDR (a memfd sealed against any other writable
+ * mapping, F_SEAL_FUTURE_WRITE; nor does the filter let guest code map or
+ * mprotect anything above 4 GiB), and the stub's handler answers a cpuid
+ * found there itself, as the monitor would. What a stub reads there is only
+ * ever what the monitor gives every process, so no process can leave an
+ * answer for another. The handler leaves to the monitor every cpuid it cannot
+ * answer so: one not in the page, one with a prefix, one under a code segment
+ * other than the flat one (an LDT segment may have a base), and one with TF
+ * set (the single-step trap after it, SDM vol. 3, 18.3.1.4, is the
+ * monitor's). The monitor empties the page when an answer changes (XSETBV:
+ * leaf 0xD), before any stub runs again.
  */
 #ifndef RING3_STUB_PROTOCOL_H
 #define RING3_STUB_PROTOCOL_H
@@ -105,6 +122,7 @@
 #define STUB_TEXT_END   0x1000100000ull    /* ... and ends below this (the filter's "stub code") */
 #define STUB_CTL_ADDR   0x2000000000ull    /* the control area in the stub */
 #define STUB_CTL_SIZE   0x24000u
+#define STUB_CPUID_ADDR 0x2000080000ull    /* the monitor's CPUID answers, read-only ("CPUID" above) */
 #define STUB_FPU_OFF    0x1000u            /* the XSAVE image inside the control area */
 #define STUB_LDT_OFF    0x4000u            /* then the LDT entries to write (STUB_CMD_LDT) */
 #define STUB_FPU_MAX    (STUB_LDT_OFF - STUB_FPU_OFF)
@@ -119,6 +137,7 @@
 /* Descriptors the monitor gives a new stub (stub_exec sets them up). */
 #define STUB_FD_CTL     3                  /* the control area's memfd; closed once mapped */
 #define STUB_FD_SOCK    4                  /* a socket: the seccomp listener goes back over it */
+#define STUB_FD_CPUID   5                  /* the CPUID answers' memfd; closed once mapped */
 
 /* state */
 #define STUB_STARTING   0                  /* the stub has not reported ready yet */
@@ -193,6 +212,20 @@ struct stub_ctl {
 };
 
 _Static_assert(sizeof(struct stub_ctl) <= STUB_FPU_OFF, "the control fields fit below the XSAVE image");
+
+/* The page at STUB_CPUID_ADDR ("CPUID" above): a[0..count) are answers the monitor gave, each
+ * written before count covers it. (leaf, sub) is what EAX and ECX held; a leaf that ignores ECX
+ * has any_sub set and matches any. */
+#define STUB_CPUID_MAX 127
+struct stub_cpuid_answer {
+    uint32_t leaf, sub, any_sub, out[4], pad;   /* out: EAX EBX ECX EDX */
+};
+struct stub_cpuid_page {
+    volatile uint32_t count;
+    uint32_t pad[7];
+    struct stub_cpuid_answer a[STUB_CPUID_MAX];
+};
+_Static_assert(sizeof(struct stub_cpuid_page) == 4096, "the CPUID answers are one page");
 
 #define STUB_CTL_FPU(ctl) ((uint8_t *)(ctl) + STUB_FPU_OFF)
 #define STUB_CTL_LDT(ctl) ((struct stub_tls *)((uint8_t *)(ctl) + STUB_LDT_OFF))

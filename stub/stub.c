@@ -274,10 +274,41 @@ static uint32_t frame_fpu_size(const uint8_t *fp)
     return magic == FP_XSTATE_MAGIC1 && size >= 576 && size <= STUB_FPU_MAX ? size : 512;
 }
 
+/* A guest cpuid that CPUID faulting turned into #GP(0), answered here when the monitor has given
+ * that answer before (protocol.h, "CPUID"): the registers it writes, and the instruction passed.
+ * The frame goes back as it came otherwise: DS, ES, FS, GS and EFLAGS are as the cpuid found them.
+ * Returns 0 when the monitor is to answer. The two bytes read are those the CPU just decoded. */
+static int cpuid_here(struct k_sigcontext *mc)
+{
+    const struct stub_cpuid_page *page = (const struct stub_cpuid_page *)STUB_CPUID_ADDR;
+    if (mc->trapno != 13 || mc->err != 0 || mc->cs != HOST_CS32 || (mc->eflags & EFLAGS_TF) ||
+        mc->rip > 0xFFFFFFFDu)
+        return 0;
+    const volatile uint8_t *ip = (const volatile uint8_t *)mc->rip;
+    if (ip[0] != 0x0F || ip[1] != 0xA2)
+        return 0;
+    uint32_t leaf = (uint32_t)mc->rax, sub = (uint32_t)mc->rcx;
+    uint32_t n = __atomic_load_n(&page->count, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n && i < STUB_CPUID_MAX; i++) {
+        const struct stub_cpuid_answer *a = &page->a[i];
+        if (a->leaf != leaf || (!a->any_sub && a->sub != sub))
+            continue;
+        mc->rax = a->out[0];
+        mc->rbx = a->out[1];
+        mc->rcx = a->out[2];
+        mc->rdx = a->out[3];
+        mc->rip += 2;
+        return 1;
+    }
+    return 0;
+}
+
 /* Returns 1 to go back to guest code from ctl->r (entry.S then loads DS ES FS GS), 0 to just return. */
 int stub_signal(int sig, struct k_siginfo *si, struct k_ucontext *uc)
 {
     struct k_sigcontext *mc = &uc->mc;
+    if (sig == 11 /* SIGSEGV */ && cpuid_here(mc))
+        return 0;
     if (sig == STUB_PREEMPT_SIG && in_stub_code(mc)) {
         stub_preempt_pending = 1;
         if (mc->rip >= (uint64_t)stub_exit_restart && mc->rip < (uint64_t)stub_exit_end)
@@ -501,6 +532,10 @@ __attribute__((noreturn)) void stub_main(uint64_t *sp)
         != (long)STUB_CTL_ADDR)
         die(2);
     sys3(__NR_close, STUB_FD_CTL, 0, 0);
+    if (sys6(__NR_mmap, STUB_CPUID_ADDR, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, STUB_FD_CPUID, 0)
+        != (long)STUB_CPUID_ADDR)
+        die(2);
+    sys3(__NR_close, STUB_FD_CPUID, 0, 0);
 
     /* auxv after argv and envp (x86-64 psABI 3.4.1) */
     uint64_t *p = sp + 1 + sp[0] + 1;

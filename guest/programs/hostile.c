@@ -113,31 +113,43 @@ static void far_transfer(uint32_t call, uint32_t sel)
         __asm__ volatile("ljmp *%0; 1: int3" : : "m"(target) : "memory");
 }
 
+/* Into 64-bit mode at (label 1), with ECX holding (label 2) for the way back, RCX_BACK_TO_32: a
+ * far return to 0x23 at a label taken in 32-bit code (a 32-bit object cannot hold a 64-bit
+ * code's absolute address). */
+#define TO_64 "movl $2f, %%ecx\n" "ljmp $0x33, $1f\n" ".code64\n" "1: "
+#define RCX_BACK_TO_32 "movl %%ecx, %%ecx\n" "pushq $0x23\n" "pushq %%rcx\n" "lretq\n" ".code32\n" "2:\n"
+
 /* In 64-bit mode: read the quadword at (hi:lo) and come back to 32-bit mode. */
 static void read64(uint32_t lo, uint32_t hi)
 {
     uint32_t a = lo, d = hi;
-    /* The way back is a far return to 0x23 at a label taken in 32-bit code
-     * (a 32-bit object cannot hold a 64-bit code's absolute address). */
     __asm__ volatile(
-        "movl $2f, %%ecx\n"
-        "ljmp $0x33, $1f\n"
-        ".code64\n"
-        "1: shlq $32, %%rdx\n"
+        TO_64
+        "shlq $32, %%rdx\n"
         "movl %%eax, %%eax\n"
         "orq %%rdx, %%rax\n"
         "movq (%%rax), %%rax\n"
         "movq %%rax, %%rdx\n"
         "shrq $32, %%rdx\n"
-        "movl %%ecx, %%ecx\n"
-        "pushq $0x23\n"
-        "pushq %%rcx\n"
-        "lretq\n"
-        ".code32\n"
-        "2:\n"
+        RCX_BACK_TO_32
         : "+a"(a), "+d"(d) : : "ecx", "memory");
     printf("read %08x%08x\n", d, a);
     fflush(stdout);
+}
+
+/* In 64-bit mode: write (value) at (addr), the address of a page every stub maps read-only
+ * (stub/protocol.h, "CPUID"), whose answers each stub gives its own process: a write there
+ * would reach the processes after this one. */
+static void write64(uint32_t value, uint32_t unused)
+{
+    (void)unused;
+    __asm__ volatile(
+        TO_64
+        "movabsq %[addr], %%rdx\n"
+        "movl %%eax, (%%rdx)\n"
+        "movl %%eax, 32(%%rdx)\n"
+        RCX_BACK_TO_32
+        : : "a"(value), [addr] "i"(STUB_CPUID_ADDR) : "ecx", "edx", "memory");
 }
 
 /* In 64-bit mode: the x86-64 system call (nr) (creat is 85) with the mark's name. */
@@ -389,6 +401,7 @@ static void all(uint64_t monitor_addr)
     }
     if (monitor_addr)
         attempt("read64 monitor", read64, (uint32_t)monitor_addr, (uint32_t)(monitor_addr >> 32));
+    attempt("write64 cpuid answers", write64, 0x5a5a5a5a, 0);
     attempt("syscall64 creat", syscall64, 85, 0);
     attempt("syscall32 creat", syscall32, 85, 0);
     attempt("int80 creat", int80, 8, 0);

@@ -108,7 +108,7 @@ static struct host_answer *host_answer(uint32_t leaf, uint32_t sub)
  * (SDM vol. 2, CPUID, Table 3-8; glibc leaves ECX as it was for leaf 0, a stack address that
  * differs at each exec), and the extended ones up to 0x80000008 (AMD APM vol. 3, E.4). Any
  * other leaf is looked up by its sub-leaf too, which may miss, but never answers wrongly. */
-static bool without_subleaves(uint32_t leaf)
+bool cpu_cpuid_without_subleaves(uint32_t leaf)
 {
     switch (leaf) {
     case 0x0: case 0x1: case 0x2: case 0x3: case 0x5: case 0x6: case 0xA: case 0x15: case 0x16:
@@ -120,7 +120,7 @@ static bool without_subleaves(uint32_t leaf)
 
 static void host_cpuid(uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
-    const struct host_answer *a = host_answer(leaf, without_subleaves(leaf) ? 0 : sub);
+    const struct host_answer *a = host_answer(leaf, cpu_cpuid_without_subleaves(leaf) ? 0 : sub);
     for (unsigned i = 0; i < 4; i++)
         out[i] = a->out[i];
 }

@@ -8,6 +8,8 @@
 #include "vcpu.h"
 
 void cpu_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
+/* Whether cpu_cpuid's answer for (leaf) is the same for every sub-leaf (ECX). */
+bool cpu_cpuid_without_subleaves(uint32_t leaf);
 bool cpu_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value);
 bool cpu_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value);
 /* XCR0 and the MSRs as at power-up. */

@@ -221,6 +221,7 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
     case R3_E_CPUID: {
         uint32_t out[4];
         cpu_cpuid(v, r[REG_EAX], r[REG_ECX], out);
+        aspace_cpuid_answered(v, r[REG_EAX], r[REG_ECX], out);
         r[REG_EAX] = out[0];
         r[REG_EBX] = out[1];
         r[REG_ECX] = out[2];
@@ -276,6 +277,7 @@ void emulate_entry(struct vcpu *v, unsigned entry, uint32_t desc, uint32_t aux)
         need_cpl0(v);
         if (!cpu_xsetbv(v, r[REG_ECX], (uint64_t)r[REG_EDX] << 32 | r[REG_EAX]))
             vcpu_raise(v, VEC_GP, 0);
+        aspace_cpuid_changed(v);        /* leaf 0xD says what XCR0 enables */
         break;
     case R3_E_STAC: case R3_E_CLAC: need_cpl0(v); break;
     case R3_E_FPU:

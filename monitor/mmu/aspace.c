@@ -39,6 +39,7 @@
 #include "lib/fail.h"
 #include "machine/platform.h"
 #include "memory/guestmem.h"
+#include "monitor/cpu/cpu_model.h"
 #include "monitor/cpu/emulate.h"
 #include "monitor/cpu/ldt.h"
 #include "monitor/cpu/runtime.h"
@@ -441,6 +442,18 @@ static void handle_event(struct vcpu *v, struct aspace *as, const struct stub_ev
         .perf_data = ev->perf_data,
     };
     signals_stub_event(v, &f, &ev->r, ev->fsbase, ev->gsbase);
+}
+
+void aspace_cpuid_answered(const struct vcpu *v, uint32_t leaf, uint32_t sub, const uint32_t out[4])
+{
+    if (v->isolation == ISOLATION_PROCESS)
+        stubs_cpuid_answered(leaf, sub, cpu_cpuid_without_subleaves(leaf), out);
+}
+
+void aspace_cpuid_changed(const struct vcpu *v)
+{
+    if (v->isolation == ISOLATION_PROCESS)
+        stubs_cpuid_forget();
 }
 
 void aspace_vec_load(struct vcpu *v)

@@ -45,6 +45,12 @@ void aspace_unmap(struct aspace *as, uint32_t first, uint32_t end);
  * event at hand (v->as), or leaves it: that stub is held (stub/host.h, stub_hold), or has ended. */
 void aspace_hold(struct vcpu *v);
 
+/* The guest's cpuid at (leaf, sub) was answered (out), by cpu_cpuid: stubs give their guest code
+ * that answer themselves from now on (stub/protocol.h, "CPUID"), until aspace_cpuid_changed, which
+ * comes when an answer changes, before guest user code runs again. */
+void aspace_cpuid_answered(const struct vcpu *v, uint32_t leaf, uint32_t sub, const uint32_t out[4]);
+void aspace_cpuid_changed(const struct vcpu *v);
+
 /* Make the guest's vector registers what v->fpu_image holds (the gate's image, or a signal
  * frame's), when they still wait in the stub that last ran (aspace.c). Before anything reads
  * or writes that image: the kernel's FPU sites, gdb. */
