@@ -2,6 +2,7 @@
 import hashlib
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -19,6 +20,28 @@ def soak_size(test, soak):
     return soak if SOAK else test
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tools"))     # qemu_guest: a command in the same guest under QEMU
+
+
+# A row of `ring3 run --stats`'s table: kind, event, count, then total ms and mean us if timed.
+STATS_ROW = re.compile(r"^  (\S+)\s+(.+?)\s+(\d+)(?:\s+([\d.]+)\s+([\d.]+))?\s*$")
+
+
+def stats_of(stderr):
+    """{(kind, event): (count, total_ms or None)} from the --stats table on stderr."""
+    lines = stderr.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("ring3 stats:"))
+    rows = {}
+    for line in lines[start + 2:]:
+        m = STATS_ROW.match(line)
+        if not m:
+            break
+        rows[(m[1], m[2])] = (int(m[3]), float(m[4]) if m[4] else None)
+    return rows
+
+
+def stats_count(stderr, event):
+    """The count of the first --stats row whose event starts with (event), or 0 when none does."""
+    return next((count for (_, name), (count, _) in stats_of(stderr).items() if name.startswith(event)), 0)
 
 
 def run(cmd, **kw):

@@ -13,16 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, native_lines, ring3_cmd
+from conftest import BUILD, native_lines, ring3_cmd, stats_count
 
 CPUID = BUILD / "guest" / "programs" / "cpuid"
 FAULTING = "cpuid_fault" in Path("/proc/cpuinfo").read_text().split()
-
-
-def stat(stderr, event):
-    """The count of the --stats row that starts with (event), or 0 when it is not there."""
-    m = re.search(r"^  \w+ +" + re.escape(event) + r".*? +(\d+) +[0-9.]+ +[0-9.]+\s*$", stderr, re.M)
-    return int(m.group(1)) if m else 0
 
 
 def runs(*options, times=2):
@@ -46,7 +40,7 @@ def test_stub_answers_as_the_monitor(monitor_answers, syscalls):
     outs, stderr = runs("--syscalls", syscalls)
     assert outs == [monitor_answers, monitor_answers], (outs, monitor_answers)
     asked = 2 * int(re.search(r"^asked (\d+)$", monitor_answers, re.M).group(1))
-    gp = stat(stderr, "#GP: in/out, cpuid or guest #GP")
+    gp = stats_count(stderr, "#GP: in/out, cpuid or guest #GP")
     if FAULTING:
         # Each distinct question reaches the monitor about once: 19 pairs, 71 cpuids a run.
         assert gp < asked // 2, stderr

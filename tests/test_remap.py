@@ -8,11 +8,10 @@ to the reservation past a bound (monitor/mmu/mmu.c, close_page and release_close
 the same frame after mprotect, another frame at the same address after munmap and mmap, and
 thousands of distinct pages in turn. A stale translation shows as a value the host never reads.
 """
-import re
 
 import pytest
 
-from conftest import BUILD, native_lines, ring3_cmd
+from conftest import BUILD, native_lines, ring3_cmd, stats_count
 
 REMAP = BUILD / "guest" / "programs" / "remap"
 
@@ -22,19 +21,13 @@ def native():
     return native_lines(REMAP, "distinct pages: 19200, 0 wrong")
 
 
-def stat(stderr, event):
-    """The count of the --stats row that starts with (event), or 0 when it is not there."""
-    m = re.search(r"^  \w+ +" + re.escape(event) + r".*? +(\d+)\s*$", stderr, re.M)
-    return int(m.group(1)) if m else 0
-
-
 def test_closed_pages_filled_again_and_given_back_as_natively(native):
     p = ring3_cmd("remap", "--isolation", "none", "--stats")
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.replace("\r", "").splitlines() == native
     # Each way was taken: a fill on the frame a page was closed on, and the bound's sweep.
-    assert stat(p.stderr, "page filled on the frame it was closed on") > 100, p.stderr
-    assert stat(p.stderr, "closed pages given back") > 4096, p.stderr
+    assert stats_count(p.stderr, "page filled on the frame it was closed on") > 100, p.stderr
+    assert stats_count(p.stderr, "closed pages given back") > 4096, p.stderr
 
 
 def test_process_mode_as_natively(native):

@@ -12,22 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import stats_of
+
 ROOT = Path(__file__).resolve().parent.parent
 RING3 = os.environ.get("RING3_BIN", str(ROOT / "build" / "bin" / "ring3"))
-ROW = re.compile(r"^  (\S+)\s+(.+?)\s+(\d+)(?:\s+([\d.]+)\s+([\d.]+))?\s*$")
-
-
-def stats_of(stderr):
-    """{(kind, event): (count, total_ms or None)} from the table on stderr."""
-    lines = stderr.splitlines()
-    start = next(i for i, l in enumerate(lines) if l.startswith("ring3 stats:"))
-    rows = {}
-    for line in lines[start + 2:]:
-        m = ROW.match(line)
-        if not m:
-            break
-        rows[(m[1], m[2])] = (int(m[3]), float(m[4]) if m[4] else None)
-    return rows
 
 
 def test_linux_getpid_counts():
