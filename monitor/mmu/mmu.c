@@ -478,54 +478,113 @@ void mmu_flush_page(struct vcpu *v, uint32_t linear)
 
 enum drop { DROP_ALL, DROP_NOT_GLOBAL, DROP_PRIVILEGED, DROP_STALE };
 
-/* Whether the host mapping of (page), not global, can stay after a CR3
- * write: it is exactly what a fill would make under the page tables now in
- * force (the same physical page, the access it was mapped for still allowed,
- * its accessed flag, and dirty flag if mapped writable, already set, so that
- * no flag the CPU would set goes unset), or it is made so now. Then a TLB
- * that dropped it and refilled it could not be told from one that kept it.
- * A page the new tables map elsewhere, already accessed, is mapped there at
- * once, with the rights a fill would give: one system call instead of an
- * unmap, a host fault and a map when the process touches it again. */
-static bool mapping_current(struct vcpu *v, struct tlb *t, uint32_t page)
+/* What a CR3 write does with a page mapped, not global (stale_check). */
+enum stale { STALE_DROP, STALE_KEEP, STALE_MOVE };
+
+/* Whether the host mapping of (page) can stay after a CR3 write: it is
+ * exactly what a fill would make under the page tables now in force (the
+ * same physical page, the access it was mapped for still allowed, its
+ * accessed flag, and dirty flag if mapped writable, already set, so that no
+ * flag the CPU would set goes unset): STALE_KEEP. Then a TLB that dropped it
+ * and refilled it could not be told from one that kept it. A page the new
+ * tables map elsewhere, already accessed, is STALE_MOVE: it goes on (*phys)
+ * with (*prot), the rights a fill would give, at once (move_run), one system
+ * call instead of an unmap, a host fault and a map when the process touches
+ * it again. */
+static enum stale stale_check(struct vcpu *v, struct tlb *t, uint32_t page, uint64_t *phys, int *prot)
 {
     struct walk w;
     uint32_t linear = page << 12;
     bool wr = bit(t->writable, page), nx = bit(t->noexec, page), user = !bit(t->privileged, page);
 
     if (paging_walk(v, linear, MMU_READ, user, false, &w) || !(w.pde & PG_A) || !(w.pte & PG_A))
-        return false;
+        return STALE_DROP;
     bool rw = (w.pde & PG_RW) && (w.pte & PG_RW) && (w.pte & PG_D);
+    enum stale what = STALE_KEEP;
     if (w.phys >> 12 != t->frame[page] || wr != rw || nx != w.nx) {
         if (!user && !rw && !(v->cr0 & CR0_WP))
-            return false;       /* a CR0.WP = 0 override: let a fault decide */
-        uint64_t phys = w.phys & ~0xFFFull;
-        if (!guestmem_ok(v->gm, phys, 0x1000) || tlb_install(v, t, phys, linear, page_prot(rw, w.nx)))
-            return false;
-        t->frame[page] = (uint32_t)(phys >> 12);
-        set_bit(t->writable, page, rw);
-        set_bit(t->noexec, page, w.nx);
+            return STALE_DROP;  /* a CR0.WP = 0 override: let a fault decide */
+        *phys = w.phys & ~0xFFFull;
+        *prot = page_prot(rw, w.nx);
+        if (!guestmem_ok(v->gm, *phys, 0x1000))
+            return STALE_DROP;
+        what = STALE_MOVE;
     }
     set_bit(t->global, page, (v->cr4 & CR4_PGE) && (w.pte & PG_G));
+    return what;
+}
+
+/* Pages of one bitmap word that a CR3 write moves (STALE_MOVE): consecutive
+ * pages on consecutive frames with one protection, which one host mapping
+ * call maps where one for each page cost 2.8 us. In GNU patch's ./configure
+ * under --isolation=none, 1.9 million pages moved, 1.2 million of them the
+ * page after the one before on the frame after its frame. */
+struct moved {
+    uint32_t first, pages;
+    uint64_t phys, bits;                    /* bits: the run's pages in the word */
+    int prot;
+};
+
+/* Maps the run (m) where it goes; false when the host refused (the caller then drops its pages). */
+static bool move_run(struct vcpu *v, struct tlb *t, const struct moved *m)
+{
+    if (!t->as && guestmem_map(v->gm, m->phys, (uint64_t)m->first << 12, (uint64_t)m->pages << 12, m->prot))
+        return false;
+    for (uint32_t i = 0; i < m->pages; i++) {
+        uint32_t n = m->first + i;
+        uint64_t phys = m->phys + ((uint64_t)i << 12);
+        if (t->as && tlb_install(v, t, phys, n << 12, m->prot))
+            return false;
+        t->frame[n] = (uint32_t)(phys >> 12);
+        set_bit(t->writable, n, m->prot & PROT_WRITE);
+        set_bit(t->noexec, n, !(m->prot & PROT_EXEC));
+    }
     return true;
+}
+
+/* The pages of word (word) of (t)'s bitmaps that a CR3 write drops: every
+ * mapped page not global whose mapping is not current, or made so
+ * (stale_check); none of the others. */
+static uint64_t drop_stale(struct vcpu *v, struct tlb *t, unsigned word)
+{
+    uint64_t drop = t->mapped[word] & ~t->global[word];
+    struct moved run = {0};
+
+    for (uint64_t todo = drop; todo; todo &= todo - 1) {
+        unsigned b = (unsigned)__builtin_ctzll(todo);
+        uint32_t page = word * 64 + b;
+        uint64_t phys = 0;
+        int prot = 0;
+        switch (stale_check(v, t, page, &phys, &prot)) {
+        case STALE_DROP:
+            break;
+        case STALE_KEEP:
+            drop &= ~(1ull << b);
+            break;
+        case STALE_MOVE:
+            if (!run.pages || page != run.first + run.pages ||
+                phys != run.phys + ((uint64_t)run.pages << 12) || prot != run.prot) {
+                if (run.pages && move_run(v, t, &run))
+                    drop &= ~run.bits;
+                run = (struct moved){ .first = page, .phys = phys, .prot = prot };
+            }
+            run.pages++;
+            run.bits |= 1ull << b;
+            break;
+        }
+    }
+    if (run.pages && move_run(v, t, &run))
+        drop &= ~run.bits;
+    return drop;
 }
 
 static uint64_t drop_mask(struct vcpu *v, struct tlb *t, unsigned word, enum drop what)
 {
-    uint64_t m;
-
     switch (what) {
     case DROP_ALL: return t->mapped[word];
     case DROP_NOT_GLOBAL: return t->mapped[word] & ~t->global[word];
     case DROP_PRIVILEGED: return t->mapped[word] & t->privileged[word];
-    default:
-        m = t->mapped[word] & ~t->global[word];
-        for (uint64_t todo = m; todo; todo &= todo - 1) {
-            unsigned b = (unsigned)__builtin_ctzll(todo);
-            if (mapping_current(v, t, word * 64 + b))
-                m &= ~(1ull << b);
-        }
-        return m;
+    default: return drop_stale(v, t, word);
     }
 }
 
