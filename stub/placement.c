@@ -30,12 +30,13 @@
  *     pays for. The next window is then a trial, and the interval halves.
  *   - Those three rules are measured on GNU patch's ./configure (Table 2) on a 2-core Intel
  *     Xeon VM, where a hand-off costs 55 us spread against 19 shared. With one trial window
- *     and a new interval at any window a third off either way, auto placement made 5300 to
- *     6600 trials, won 1000 to 1350 of them by chance, and took 101 and 110 s; with these,
- *     830 trials, 9 to 27 won, 93 and 95 s. --placement shared took 77 and 81 s in the same
- *     hour, and auto placement that tries nothing once it is shared 80 s: what a trial costs
- *     is mostly after it, a hand-off in shared 33.5 us against 27.8 with no trials, for a
- *     reason not found yet.
+ *     and a new interval at any window a third off either way, auto placement made 5600 and
+ *     6000 trials, won 1200 and 1300 of them by chance, and took 105 and 115 s; with these,
+ *     780 and 910 trials, 17 and 39 won, 87 and 100 s (interleaved runs). --placement shared
+ *     took 77 to 91 s that evening, and auto placement that tries nothing once it is shared
+ *     80 s: trials still cost more than the 1.5 to 2 s they spend spread, for a reason not
+ *     found yet (a hand-off in shared, long after a move, took 33.5 us in a run with trials
+ *     against 27.8 without).
  *   - The first SETTLE_EVENTS hand-offs after a move count in no window: they carry the move
  *     itself (a stub woken on a core that had gone idle). Counted, they made trials of spread
  *     lose to shared on a guest of int $0x80 calls, which take 9 us spread and 16 shared.
@@ -45,16 +46,16 @@
  * Only the monitor's own thread and the stubs are moved (a new stub starts up on any CPU);
  * ring3's other threads, if any, keep theirs.
  *
- * Both run as SCHED_BATCH (placement_init), which a task may choose without privilege. The
- * host then never lets one of them preempt the other at a wake-up (check_preempt_wakeup_fair
- * in kernel/sched/fair.c: a batch task waking preempts nothing). On one core a hand-off is
- * then two context switches: the stub's wake of the monitor and the ADDFD answer's completion
- * (the monitor's ioctl waits until the stub has the descriptor) used to switch each once more
- * before the side that woke the other went to sleep. Measured with `perf stat -e
- * context-switches` on the Intel VM, --placement shared: forkexec 500 and fork 2000, 167-173
- * thousand switches for 50 thousand hand-offs, then 100 thousand; forkexec 2.39 and 2.08 ms
- * against 2.21 and 1.96, fork 0.40 and 0.39 against 0.37 and 0.36; ./configure 91.5 s
- * against 84.8, 9.5 million switches against 6.3.
+ * SCHED_BATCH for the monitor and the stubs was tried and taken out again. A task of that
+ * policy preempts nothing when it wakes (check_preempt_wakeup_fair in the host's
+ * kernel/sched/fair.c), which on one core saved the extra context switches of a hand-off:
+ * the stub's futex wake of the monitor and the completion of the monitor's ADDFD ioctl each
+ * let the monitor preempt the stub before the stub went to sleep (forkexec 500 and fork 2000
+ * under --placement shared on a 2-core Intel Xeon VM: 167-173 thousand switches for 50
+ * thousand hand-offs, 100 thousand as batch; forkexec 2.2-2.4 against 2.0-2.2 ms). But the
+ * monitor woken by the guest's timer must preempt a stub that runs guest code on its core,
+ * and as batch it waited for the host's tick: tests/test_leaks.py's timer storm of 50000
+ * interrupts at 10 kHz took 51 s against 5.9.
  */
 #include <sched.h>
 #include <stdbool.h>
@@ -127,9 +128,6 @@ static void move_to(enum stub_placement to)
 
 void placement_init(enum stub_placement how, uint32_t tsc_khz)
 {
-    /* SCHED_BATCH (above); stubs inherit it. A refusal costs speed, not correctness. */
-    struct sched_param none = { 0 };
-    sched_setscheduler(0, SCHED_BATCH, &none);
     uint64_t ticks_per_ms = tsc_khz ? tsc_khz : 1000000;
     p.spread_ticks = (uint32_t)(SPREAD_SPIN_NS * ticks_per_ms / 1000000);
     p.window_ticks = WINDOW_NS / 1000000 * ticks_per_ms;
