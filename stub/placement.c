@@ -36,7 +36,7 @@
  *     took 77 to 91 s that evening, and auto placement that tries nothing once it is shared
  *     80 s: trials still cost more than the 1.5 to 2 s they spend spread, for a reason not
  *     found yet (a hand-off in shared, long after a move, took 33.5 us in a run with trials
- *     against 27.8 without).
+ *     against 27.8 without, both as SCHED_BATCH: below).
  *   - The first SETTLE_EVENTS hand-offs after a move count in no window: they carry the move
  *     itself (a stub woken on a core that had gone idle). Counted, they made trials of spread
  *     lose to shared on a guest of int $0x80 calls, which take 9 us spread and 16 shared.
