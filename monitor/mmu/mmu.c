@@ -515,31 +515,24 @@ static enum stale stale_check(struct vcpu *v, struct tlb *t, uint32_t page, uint
 }
 
 /* Pages of one bitmap word that a CR3 write moves (STALE_MOVE): consecutive
- * pages on consecutive frames with one protection, which one host mapping
- * call maps where one for each page cost 2.8 us. In GNU patch's ./configure
- * under --isolation=none, 1.9 million pages moved, 1.2 million of them the
- * page after the one before on the frame after its frame. */
+ * pages on consecutive frames with one protection, alike in their global and
+ * privileged bits, which map_run maps with one host mapping call where one
+ * for each page cost 2.8 us. In GNU patch's ./configure under
+ * --isolation=none, 1.9 million pages moved, 1.2 million of them the page
+ * after the one before on the frame after its frame. */
 struct moved {
     uint32_t first, pages;
     uint64_t phys, bits;                    /* bits: the run's pages in the word */
     int prot;
 };
 
-/* Maps the run (m) where it goes; false when the host refused (the caller then drops its pages). */
+/* Maps the run (m) where it goes (map_run, which records it again as it was
+ * but for frame and rights); false when the host refused (the caller then
+ * drops its pages). */
 static bool move_run(struct vcpu *v, struct tlb *t, const struct moved *m)
 {
-    if (!t->as && guestmem_map(v->gm, m->phys, (uint64_t)m->first << 12, (uint64_t)m->pages << 12, m->prot))
-        return false;
-    for (uint32_t i = 0; i < m->pages; i++) {
-        uint32_t n = m->first + i;
-        uint64_t phys = m->phys + ((uint64_t)i << 12);
-        if (t->as && tlb_install(v, t, phys, n << 12, m->prot))
-            return false;
-        t->frame[n] = (uint32_t)(phys >> 12);
-        set_bit(t->writable, n, m->prot & PROT_WRITE);
-        set_bit(t->noexec, n, !(m->prot & PROT_EXEC));
-    }
-    return true;
+    return map_run(v, t, m->first << 12, m->phys, m->pages, m->prot, bit(t->global, m->first),
+                   bit(t->privileged, m->first));
 }
 
 /* The pages of word (word) of (t)'s bitmaps that a CR3 write drops: every
@@ -563,7 +556,9 @@ static uint64_t drop_stale(struct vcpu *v, struct tlb *t, unsigned word)
             break;
         case STALE_MOVE:
             if (!run.pages || page != run.first + run.pages ||
-                phys != run.phys + ((uint64_t)run.pages << 12) || prot != run.prot) {
+                phys != run.phys + ((uint64_t)run.pages << 12) || prot != run.prot ||
+                bit(t->global, page) != bit(t->global, run.first) ||
+                bit(t->privileged, page) != bit(t->privileged, run.first)) {
                 if (run.pages && move_run(v, t, &run))
                     drop &= ~run.bits;
                 run = (struct moved){ .first = page, .phys = phys, .prot = prot };
