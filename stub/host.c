@@ -116,6 +116,7 @@ static struct stub *all_stubs;
 static uint64_t map_calls_restarted, parked_found;
 static uint64_t holds, hold_wait_ns;
 static uint64_t starved, starved_since;     /* waits that passed SILENT_WALL_NS on a stub the host did not run */
+static uint64_t cpuids_here;                /* cpuids the stubs answered themselves, as they said */
 
 static uint64_t now_ns(void)
 {
@@ -524,6 +525,7 @@ const char *stub_loss_name(enum stub_loss why)
 uint64_t stubs_map_calls_restarted(void) { return map_calls_restarted; }
 uint64_t stubs_parked_found(void) { return parked_found; }
 uint64_t stubs_starved(void) { return starved; }
+uint64_t stubs_cpuids_here(void) { return cpuids_here; }
 
 uint64_t stubs_holds(uint64_t *wait_ns)
 {
@@ -932,6 +934,8 @@ static void copy_event(struct stub *s, struct stub_event *ev, void *xsave)
     ev->gsbase = c->gsbase;
     ev->rip64 = c->rip64;
     memcpy(&ev->r, (const void *)&c->r, sizeof ev->r);
+    cpuids_here += s->ctl->cpuids_here;         /* --stats only: guest code can write the count */
+    s->ctl->cpuids_here = 0;
     if (xsave)
         stub_take_vector_state(s, xsave);
     s->preempted.wall = 0;

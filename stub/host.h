@@ -123,6 +123,10 @@ uint64_t stubs_parked_found(void);
  * without a CPU from the host, and was waited for longer (host.c, SILENT_STARVED_NS), for --stats. */
 uint64_t stubs_starved(void);
 
+/* How many guest cpuids the stubs answered themselves from the monitor's answers (protocol.h,
+ * "CPUID"), by their own count in the control area, for --stats. */
+uint64_t stubs_cpuids_here(void);
+
 /* How many times stub_hold made a stub come to its map site, and the time it waited for them
  * in all (*wait_ns), for --stats. */
 uint64_t stubs_holds(uint64_t *wait_ns);

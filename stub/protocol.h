@@ -208,7 +208,8 @@ struct stub_ctl {
     uint64_t trap_site;         /* STUB_EV_READY: the address after the int3 of a traced hand-off */
     uint64_t cmd_entry;         /* STUB_EV_READY: where a traced stub runs its commands, then guest code */
     uint32_t trap_handoff;      /* set by the monitor once it traces the stub (--syscalls=sysemu) */
-    uint32_t pad3;
+    uint32_t cpuids_here;       /* cpuids the stub answered itself ("CPUID" below) since the monitor
+                                 * last took the count: for --stats only, as guest code can write it */
 };
 
 _Static_assert(sizeof(struct stub_ctl) <= STUB_FPU_OFF, "the control fields fit below the XSAVE image");

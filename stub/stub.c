@@ -298,6 +298,7 @@ static int cpuid_here(struct k_sigcontext *mc)
         mc->rcx = a->out[2];
         mc->rdx = a->out[3];
         mc->rip += 2;
+        ctl->cpuids_here++;
         return 1;
     }
     return 0;

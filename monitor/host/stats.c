@@ -134,6 +134,9 @@ void stats_report(FILE *f, double seconds_in_all)
     }
     /* the host's CPUID, asked for a leaf the guest's CPUID had not asked before (cpu_model.c) */
     row(f, "cpu", "host CPUID executed", host_cpuids, NULL);
+    /* --isolation=process with CPUID faulting: a cpuid the monitor answered before, answered
+     * again by the stub's handler without a hand-off (stub/protocol.h, "CPUID") */
+    row(f, "cpu", "cpuid answered in a stub", stubs_cpuids_here(), NULL);
     /* the guest's LDT copied into the host LDT of ring3's own process or of a stub */
     row(f, "ldt", "host LDT entries written", ldt_written, NULL);
     /* --isolation=process: each run of a stub, counted from the hand-off to its event, holds
