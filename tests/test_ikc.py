@@ -39,11 +39,28 @@ def member(group, command, *options):
 
 
 def finish(p, timeout=BOOT_TIMEOUT + 120):
+    """(status, stdout, stderr) of member (p) once it ends; one that is still running after
+    (timeout) s is ended as a user would (SIGTERM: it leaves its group), and its status is
+    "timed out", with what it printed so far."""
     try:
         out, err = p.communicate(timeout=timeout)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        p.terminate()
+        try:
+            out, err = p.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        return "timed out", out, err
     finally:
         p.kill()
-    return p.returncode, out, err
+
+
+def report(results):
+    """Every member's status and the end of its output, for an assertion's message."""
+    return "\n".join(f"member {i}: {status}\n  out: {out[-600:]!r}\n  err: {err[-600:]!r}"
+                     for i, (status, out, err) in enumerate(results, start=1))
 
 
 def ikc_list(group):
@@ -88,7 +105,10 @@ def test_eight_guests_all_pairs_ping_and_move_64_mib(group):
                      f"({WAIT_FOR_1}; {send_pattern(size, 5000)}) &" if i == n else "")
             ps.append(member(group, f"{LAN.format(i)}; {extra} {reach}; sleep 12; wait",
                              "-m", "96M"))
-        results = [finish(p, timeout=BOOT_TIMEOUT + 240) for p in ps]
+        # one deadline for all: once one member is found hung, the others are not waited
+        # for as long again, and every member's output shows where it stood
+        deadline = time.monotonic() + BOOT_TIMEOUT + 240
+        results = [finish(p, timeout=max(1.0, deadline - time.monotonic())) for p in ps]
     finally:
         for p in ps:
             p.kill()
@@ -96,9 +116,9 @@ def test_eight_guests_all_pairs_ping_and_move_64_mib(group):
         want = [f"reach {j}" for j in range(1, n + 1) if j != i]
         lines = out.splitlines()
         if i == 1:
-            assert f"{pattern_sha256(size)}  -" in lines, (i, out, err)
+            assert f"{pattern_sha256(size)}  -" in lines, report(results)
             lines.remove(f"{pattern_sha256(size)}  -")
-        assert status == 0 and lines == want, (i, status, out, err)
+        assert status == 0 and lines == want, report(results)
 
 
 def test_a_member_killed_mid_transfer(group):
