@@ -325,9 +325,11 @@ static void expect_recovered(const char *what, uint32_t s)
     /* Clear the read's interrupt for the next case. A device writes the used ring before it
      * sends the used buffer notification (virtio spec, "Used Buffer Notification"), so the
      * ISR bit may come a moment after read_ok saw the entry (qemu under load, where the next
-     * case then read 0x01): wait for it, as reading it clears it. A pause between reads: each
-     * read takes qemu's big lock, which its main loop needs to raise the bit, and reads back
-     * to back kept it out past SPINS_DONE reads once (make test on a loaded 2-core host). */
+     * case then read 0x01): wait for it, as reading it clears it. SPINS_DONE reads back to back
+     * were once not long enough (make test on a 2-core host). With pauses between the reads
+     * the wait lasts longer, and qemu's main loop, which raises the bit, may take its big
+     * lock between them, which each read of a device register takes too (how qemu came so
+     * late is not known). */
     for (uint32_t i = 0; i < ISR_READS && !(inb(iobase + VIO_ISR) & 1); i++)
         for (uint32_t j = 0; j < ISR_PAUSES; j++)
             __asm__ volatile("pause");
