@@ -316,7 +316,7 @@ static void expect_stopped(const char *what)
 }
 
 /* After a reset and a new set-up, reads work again. */
-#define ISR_READS  50000u     /* with ISR_PAUSES pauses after each: seconds under qemu */
+#define ISR_READS  50000u     /* with ISR_PAUSES pauses after each: 11 s under qemu, if it never comes */
 #define ISR_PAUSES 1000u
 static void expect_recovered(const char *what, uint32_t s)
 {
@@ -326,10 +326,10 @@ static void expect_recovered(const char *what, uint32_t s)
      * sends the used buffer notification (virtio spec, "Used Buffer Notification"), so the
      * ISR bit may come a moment after read_ok saw the entry (qemu under load, where the next
      * case then read 0x01): wait for it, as reading it clears it. SPINS_DONE reads back to back
-     * were once not long enough (make test on a 2-core host). With pauses between the reads
-     * the wait lasts longer, and qemu's main loop, which raises the bit, may take its big
-     * lock between them, which each read of a device register takes too (how qemu came so
-     * late is not known). */
+     * (0.4 s under qemu TCG on a 2-core Intel Xeon VM) were once not long enough (make test
+     * there). With pauses between the reads the wait lasts longer, and qemu's main loop, which
+     * raises the bit, may take its big lock between them, which each read of a device
+     * register takes too (how qemu came so late is not known). */
     for (uint32_t i = 0; i < ISR_READS && !(inb(iobase + VIO_ISR) & 1); i++)
         for (uint32_t j = 0; j < ISR_PAUSES; j++)
             __asm__ volatile("pause");
