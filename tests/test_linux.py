@@ -112,10 +112,13 @@ def test_null_dereference_is_sigsegv_and_the_guest_goes_on():
 
 
 def test_kernel_address_is_sigsegv():
+    # ffff1000 is where ring3's own process keeps its shared page, past the end of a process's
+    # segments in-process: through SS that was #SS and SIGBUS there, not the #PF of hardware.
     out = ok("segv kernel; echo status $?; segv handler; segv handler ss; "
-             "segv handler ds c1000000; segv handler ss c1000000")
+             "segv handler ds c1000000; segv handler ss c1000000; "
+             "segv handler ds ffff1000; segv handler ss ffff1000")
     assert out == ("Segmentation fault\nstatus 139\n" + "segv: caught SIGSEGV at c0000000\n" * 2 +
-                   "segv: caught SIGSEGV at c1000000\n" * 2)
+                   "segv: caught SIGSEGV at c1000000\n" * 2 + "segv: caught SIGSEGV at ffff1000\n" * 2)
 
 
 def test_vector_registers_survive_context_switches():

@@ -278,8 +278,13 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
         }
         /* An I/O instruction or cpuid (with CPUID faulting) first: emulated,
          * they need no retry, which would drop every supervisor mapping. */
+        /* In-process, a process's SS ends where ring3's runtime begins (segment.c), so what
+         * reaches past it through SS is #SS(0) here, which the guest's flat SS would not give:
+         * the rewritten cli (`movb $0, %ss:R3_VIF_ADDR`), which is a cli, or an access to the
+         * runtime's pages, which is the guest's #PF. */
+        bool limit = err == 0 && (trapno == TRAP_GP || (trapno == TRAP_SS && v->cpl == 3));
         signal_kind = STAT_GP;
-        if (trapno == TRAP_GP && err == 0 && decode_io_instruction(v)) {
+        if (limit && decode_io_instruction(v)) {
             step_after(v, tf);
             return;
         }
@@ -287,7 +292,7 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
         if ((trapno == TRAP_GP || trapno == TRAP_SS) && err == 0 && mmu_user_unlimit(v))
             return;             /* past the user segment limit: retry as paging alone says */
         signal_kind = STAT_GP;
-        if (trapno == TRAP_GP && err == 0 && v->cpl == 3 && v->isolation == ISOLATION_NONE)
+        if (limit && v->cpl == 3 && v->isolation == ISOLATION_NONE)
             memop_runtime_access(v);    /* raises the guest's #PF where ring3's runtime is */
         /* A segment the guest gave its own base, limit or presence (its LDT's, mirrored by
          * monitor/cpu/ldt.c) faults as the CPU says: #NP, #SS or #GP with the selector. */

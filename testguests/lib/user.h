@@ -14,6 +14,7 @@
 #define SYS_FRAME  3   /* the kernel checks the ring-crossing frame; %ebx = user %esp */
 #define SYS_ARM    4   /* probe_arm() */
 #define SYS_REPORT 5   /* probe_report(%ebx) */
+#define SYS_NOP    6   /* does nothing, counts nothing */
 
 #define GETPID_ANSWER 42
 
