@@ -1,5 +1,6 @@
 /* syscall-loop: count= getpid-like round trips: far calls through a call gate in ring 0 (each a
- * pair of monitor gate calls under ring3), then int $0x80 and sysenter from ring 3. */
+ * pair of monitor gate calls under ring3), then int $0x80 and sysenter from ring 3; and the
+ * flags an outb in ring 0 and an int $0x80 from ring 3 leave as they were. */
 #include "guest.h"
 #include "syscall-loop.h"
 #include "user.h"

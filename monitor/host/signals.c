@@ -277,11 +277,11 @@ static void guest_fault(struct vcpu *v, const struct host_fault *f)
             return;
         }
         /* An I/O instruction or cpuid (with CPUID faulting) first: emulated,
-         * they need no retry, which would drop every supervisor mapping. */
-        /* In-process, a process's SS ends where ring3's runtime begins (segment.c), so what
+         * they need no retry, which would drop every supervisor mapping.
+         * In-process, a process's SS ends where ring3's runtime begins (segment.c), so what
          * reaches past it through SS is #SS(0) here, which the guest's flat SS would not give:
          * the rewritten cli (`movb $0, %ss:R3_VIF_ADDR`), which is a cli, or an access to the
-         * runtime's pages, which is the guest's #PF. */
+         * runtime's pages, which is the guest's #PF (below). */
         bool limit = err == 0 && (trapno == TRAP_GP || (trapno == TRAP_SS && v->cpl == 3));
         signal_kind = STAT_GP;
         if (limit && decode_io_instruction(v)) {
