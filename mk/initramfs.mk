@@ -14,7 +14,7 @@ GEN_INIT_CPIO   := $(B)/guest/gen_init_cpio
 GUEST_BUSYBOX   := $(INITRAMFS_DIR)/busybox
 GUEST_INIT      := guest/initramfs/init
 GUEST_DHCP      := guest/initramfs/udhcpc.script
-GUEST_PROGRAMS  := touchmem folios segv simd getpid forkexec sigdfl hostile sigstress debugregs lockwindow ldt nx remap manymaps cpuid
+GUEST_PROGRAMS  := touchmem folios segv simd getpid forkexec sigdfl hostile sigstress debugregs lockwindow ldt nx remap manymaps cpuid vsyscall-edge
 GUEST_PROG_BINS := $(patsubst %,$(B)/guest/programs/%,$(GUEST_PROGRAMS))
 GUEST_BENCH_BINS := $(patsubst %,$(B)/bench/programs/i386/%,$(BENCH_PROGRAMS))
 # Static i386 programs of ours; they run unrewritten in the guest, as any Debian binary does,

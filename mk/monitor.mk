@@ -16,7 +16,7 @@ $(OBJ)/%.c.o: %.c
 FAST_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -mgeneral-regs-only \
                -ffreestanding -fno-builtin -fno-stack-protector -fno-tree-loop-distribute-patterns
 FAST_DATA   := the_vcpu fast_facts ldt_generation mmu_own_lowest_privileged mmu_own_mapped \
-               mmu_own_privileged stats_enabled
+               mmu_own_privileged stats_enabled runtime_sysenter_gate runtime_sysenter_lazy
 
 $(OBJ)/monitor/cpu/fast_syscall.c.o: monitor/cpu/fast_syscall.c mk/monitor.mk
 	@mkdir -p $(@D)

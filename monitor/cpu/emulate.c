@@ -326,6 +326,7 @@ void emulate_gate(void)
     unsigned entry = sh->entry < R3_ENTRY_COUNT ? sh->entry : 0;
     uint64_t t0 = stats_start();
     jmp_buf jb;
+    fast_take_sysenter(v);
     seg_take_fast_loads(v);
     v->fault_jmp = &jb;
     /* Until the site is known, a fault reports the state at the call. */

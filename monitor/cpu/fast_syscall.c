@@ -12,6 +12,7 @@
 #include "monitor/mmu/mmu.h"
 
 #include "ldt.h"
+#include "runtime.h"
 #include "segment.h"
 
 /* SDM vol. 2, SYSENTER and SYSEXIT: the flat segments they load, as transfer.c makes them. */
@@ -64,6 +65,7 @@ static void publish(struct vcpu *v, struct r3_shared *sh)
         sh->vsel[i] = v->sreg[i].sel;
     sh->cpl = v->cpl;
     sh->sel[SREG_CS] = HOST_CS32;
+    fast_arm_sysenter(v);
 }
 
 /* SYSENTER from CPL 3 when the process loaded no segment register itself since it last left
@@ -120,10 +122,59 @@ static int sysexit(struct vcpu *v, struct r3_shared *sh)
     return 1;
 }
 
+/* The host selector seg_user_data gives data segment register (r) at CPL 0. */
+static uint16_t kernel_data_sel(const struct vcpu *v, unsigned r)
+{
+    uint16_t h = v->host_sel[r];
+    return (h == HOST_DS || h == USER_SEL) && seg_is_flat_data(&v->sreg[r]) ? HOST_DS : h;
+}
+
+void fast_arm_sysenter(struct vcpu *v)
+{
+    static const unsigned data[] = {SREG_ES, SREG_SS, SREG_DS, SREG_FS, SREG_GS};
+    struct r3_shared *sh = v->sh;
+    sh->sysenter_to = runtime_sysenter_gate;
+    if (!runtime_sysenter_lazy || !enabled(v) || v->cpl != 3 || sh->fastload || sh->sel[SREG_CS] != HOST_CS32 ||
+        (v->sreg[SREG_CS].sel & 4))
+        return;
+    for (unsigned i = 0; i < 5; i++)
+        if (sh->sel[data[i]] != v->host_sel[data[i]])
+            return;
+    uint16_t cs = (uint16_t)(v->sysenter_cs & ~3u);
+    sh->lazy_eip = v->sysenter_eip;
+    sh->lazy_esp = v->sysenter_esp;
+    sh->lazy_es = kernel_data_sel(v, SREG_ES);
+    sh->lazy_ds = kernel_data_sel(v, SREG_DS);
+    sh->lazy_ss = HOST_DS;
+    sh->lazy_vcs = cs;
+    sh->lazy_vss = cs + 8u;
+    sh->sysenter_to = runtime_sysenter_lazy;
+}
+
+/* What sysenter() does to the vcpu, for the one sysenter_lazy did; the shared page has the
+ * rest (the selectors, the CPL, IF). It armed only from CPL 3 with the MSRs as they are still:
+ * WRMSR takes the gate, which comes here first. */
+void fast_take_sysenter(struct vcpu *v)
+{
+    struct r3_shared *sh = v->sh;
+    if (!sh->lazy_entered)
+        return;
+    sh->lazy_entered = 0;
+    uint16_t cs = (uint16_t)(v->sysenter_cs & ~3u);
+    v->sreg[SREG_CS] = (struct seg){.sel = cs, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_CS0};
+    v->sreg[SREG_SS] = (struct seg){.sel = (uint16_t)(cs + 8), .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_SS0};
+    v->host_sel[SREG_SS] = (uint16_t)(sh->sel[SREG_SS] = HOST_DS);
+    v->user_limit = 0;
+    v->cpl = 0;
+    seg_user_data(v);
+    fast_facts.lazy_sysenters += stats_enabled;
+}
+
 int fast_syscall(void)
 {
     struct vcpu *v = &the_vcpu;
     struct r3_shared *sh = v->sh;
+    fast_take_sysenter(v);
     if (!enabled(v))
         return 0;
     if (sh->entry == R3_E_SYSENTER && sysenter(v, sh)) {

@@ -55,7 +55,11 @@ r3_blob:
     .long stub_push_sreg - r3_blob
     .long stub_mov_to_sreg - r3_blob
     .long stub_pop_sreg - r3_blob
-    .long stub_fpu - r3_blob    /* the quads below are 8-byte aligned, as in C */
+    .long stub_fpu - r3_blob
+    .long stub_sysenter - r3_blob
+    .long sysenter_lazy - r3_blob
+    .long sysenter_lazy_eax - r3_blob
+    .long 0                     /* the quads below are 8-byte aligned, as in C */
 mon_rsp:     .quad 0            /* filled in before the page is made read-only */
 mon_fsbase:  .quad 0
 mon_handler: .quad 0
@@ -270,6 +274,63 @@ stub_fpu:
     ret
 1:  popfl
     jmp gate_stubs + GATE_STUB_SIZE * R3_E_FPU
+
+/* SYSENTER from CPL 3 without entering the monitor, where fast_syscall.c armed it
+ * (fast_syscall.h, "SYSENTER in the runtime"): SH_SYSENTER_TO is sysenter_lazy then, else the
+ * gate. It does what fast_syscall.c's sysenter() does: the CPU's SYSENTER (SDM vol. 2: CS, SS,
+ * ESP and EIP from the MSRs, IF clear; the process's EIP and ESP are not kept, nor is the
+ * return address of the site) and CPL 0's flat DS and ES, all worked out in the shared page
+ * beforehand; the monitor brings its own state up to date at its next entry
+ * (SH_LAZY_ENTERED). First, that the process has loaded no segment register itself since the
+ * monitor published them, for which EFLAGS and %eax go just below the return address: a
+ * fault on either push (a stack page not mapped) takes the gate instead, with nothing changed
+ * (runtime_sysenter_fault). The process's SS has base 0 (the monitor armed it so), and
+ * the flat one that replaces it before the pops finds the same bytes. */
+/* To 1f unless segment register (reg) holds the selector the shared page says at (off). */
+.macro SAME_SEL reg, off
+    movl %\reg, %eax
+    cmpw %cs:SH(\off), %ax
+    jne 1f
+.endm
+
+stub_sysenter:
+    jmp *%cs:SH(SH_SYSENTER_TO)
+sysenter_lazy:
+    pushfl
+sysenter_lazy_eax:
+    pushl %eax
+    movl %cs, %eax
+    cmpw $HOST_CS32, %ax
+    jne 1f
+    SAME_SEL ss, SH_SS
+    SAME_SEL ds, SH_DS
+    SAME_SEL es, SH_ES
+    SAME_SEL fs, SH_FS
+    SAME_SEL gs, SH_GS
+    movw %cs:SH(SH_LAZY_SS), %ss
+    movl %cs:SH(SH_LAZY_SS), %eax
+    movl %eax, %ss:SH(SH_SS)
+    movl %cs:SH(SH_LAZY_ES), %eax
+    movl %eax, %ss:SH(SH_ES)
+    movw %ax, %es
+    movl %cs:SH(SH_LAZY_DS), %eax
+    movl %eax, %ss:SH(SH_DS)
+    movw %ax, %ds
+    movl %cs:SH(SH_LAZY_VCS), %eax
+    movl %eax, %ss:SH(SH_VSEL + 4)
+    movl %cs:SH(SH_LAZY_VSS), %eax
+    movl %eax, %ss:SH(SH_VSEL + 8)
+    movb $0, %ss:SH(SH_VIF)
+    movl $0, %ss:SH(SH_CPL)
+    movl $BLOB(gate_stubs + GATE_STUB_SIZE * R3_E_SYSENTER), %ss:SH(SH_SYSENTER_TO)
+    movl $1, %ss:SH(SH_LAZY_ENTERED)
+    popl %eax
+    popfl
+    movl %cs:SH(SH_LAZY_ESP), %esp
+    jmp *%cs:SH(SH_LAZY_EIP)
+1:  popl %eax
+    popfl
+    jmp gate_stubs + GATE_STUB_SIZE * R3_E_SYSENTER
 
 /* The second half of the short way back (exit64): lretq left 64-bit mode for here with the
  * guest's EFLAGS, SS and data segments loaded; the rest comes from the shared page through

@@ -13,6 +13,7 @@
 struct r3_blob_header {
     uint32_t sti_off, pushf_off, popf_off, gate_off, gate_size, exit_off;
     uint32_t push_sreg_off, mov_to_sreg_off, pop_sreg_off, fpu_off;
+    uint32_t sysenter_off, sysenter_lazy_off, sysenter_lazy_eax_off, pad;
     uint64_t mon_rsp, mon_fsbase, mon_handler, mon_sud, mon_xsave, mon_xsaveopt, mon_fast;
 };
 
@@ -20,6 +21,8 @@ extern const char r3_blob[], r3_blob_end[];
 uint64_t r3_monitor_fsbase;
 
 static uint32_t blob_gate_end, blob_exit_off;
+uint32_t runtime_sysenter_gate, runtime_sysenter_lazy;
+static uint32_t sysenter_lazy_eax;
 static void *xsave_image;
 static size_t xsave_bytes;
 
@@ -93,6 +96,10 @@ int runtime_install(runtime_gate_fn gate, runtime_fast_fn fast)
     table[R3_E_MOV_TO_SREG] = R3_CODE + h->mov_to_sreg_off;
     table[R3_E_POP_SREG] = R3_CODE + h->pop_sreg_off;
     table[R3_E_FPU] = R3_CODE + h->fpu_off;
+    runtime_sysenter_gate = table[R3_E_SYSENTER];
+    runtime_sysenter_lazy = R3_CODE + h->sysenter_lazy_off;
+    sysenter_lazy_eax = R3_CODE + h->sysenter_lazy_eax_off;
+    table[R3_E_SYSENTER] = R3_CODE + h->sysenter_off;
     blob_gate_end = h->gate_off + R3_ENTRY_COUNT * h->gate_size;
     blob_exit_off = h->exit_off;
 
@@ -105,6 +112,7 @@ int runtime_install(runtime_gate_fn gate, runtime_fast_fn fast)
     sh->desc_gen = 1;               /* the first way back loads every segment register */
     for (unsigned i = 0; i < 6; i++)
         sh->segc[i].sel = SEGC_NONE;
+    sh->sysenter_to = runtime_sysenter_gate;
 
     if (mprotect((void *)(uintptr_t)R3_TABLE, R3_SHARED - R3_TABLE, PROT_READ) ||
         mprotect(code, R3_RUNTIME_BASE + R3_RUNTIME_SIZE - R3_CODE, PROT_READ | PROT_EXEC))
@@ -122,6 +130,16 @@ _Noreturn void runtime_enter_guest(void)
 int runtime_in_stubs(uint64_t rip)
 {
     return rip >= R3_CODE && rip < R3_CODE + blob_gate_end;
+}
+
+bool runtime_sysenter_fault(uint64_t *rip, uint64_t *rsp)
+{
+    if (*rip != runtime_sysenter_lazy && *rip != sysenter_lazy_eax)
+        return false;
+    if (*rip == sysenter_lazy_eax)
+        *rsp += 4;              /* the EFLAGS image pushed before, which changed nothing */
+    *rip = runtime_sysenter_gate;
+    return true;
 }
 
 void *runtime_xsave(size_t *size)

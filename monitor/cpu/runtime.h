@@ -2,6 +2,7 @@
 #ifndef RING3_RUNTIME_H
 #define RING3_RUNTIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,15 @@ _Noreturn void runtime_enter_guest(void);
 
 /* Whether a host RIP lies in the blob's 32-bit stubs. */
 int runtime_in_stubs(uint64_t rip);
+
+/* SYSENTER in the runtime (fast_syscall.h): its entry's gate stub, which the monitor
+ * points SH_SYSENTER_TO at, or the stub that does it without the monitor. */
+extern uint32_t runtime_sysenter_gate, runtime_sysenter_lazy;
+
+/* A fault at host (rip) on one of the two pushes with which sysenter_lazy begins (a
+ * stack page not mapped): points (rip) and (rsp) at the gate instead, as if that had been
+ * taken, and returns true; false for any other address. */
+bool runtime_sysenter_fault(uint64_t *rip, uint64_t *rsp);
 
 /* The XSAVE image (standard format) the gate keeps the guest's vector state
  * in while monitor code runs, and its size in (size). */

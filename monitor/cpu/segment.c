@@ -340,6 +340,7 @@ void seg_publish(struct vcpu *v)
     uint16_t cs = v->sreg[SREG_CS].sel;
     sh->sel[SREG_CS] = v->isolation == ISOLATION_NONE && v->cpl == 3 && (cs & 3) == 3 &&
                        ldt_mirrored_here(cs) ? cs : HOST_CS32;
+    fast_arm_sysenter(v);
 }
 
 /* What ring3's own host LDT entry for each segment register holds. */

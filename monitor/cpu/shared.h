@@ -52,6 +52,16 @@
 #define SEGC_HI     0x10
 #define SEGC_SIZE   0x20
 #define SEGC_NONE   0xFFFFFFFFu
+/* SYSENTER in the runtime (fast_syscall.h): where its entry goes, and what it loads. */
+#define SH_SYSENTER_TO  0x140   /* the entry's gate stub, or sysenter_lazy when armed */
+#define SH_LAZY_EIP     0x144   /* IA32_SYSENTER_EIP and ESP */
+#define SH_LAZY_ESP     0x148
+#define SH_LAZY_ES      0x14c   /* the host selectors ES, DS and SS take at CPL 0 */
+#define SH_LAZY_DS      0x150
+#define SH_LAZY_SS      0x154
+#define SH_LAZY_VCS     0x158   /* the virtual CS and SS */
+#define SH_LAZY_VSS     0x15c
+#define SH_LAZY_ENTERED 0x160   /* set by sysenter_lazy: done, and not yet taken by the monitor */
 /* Monitor-only scratch below 4 GiB, for the i386 system calls that take a
  * 32-bit pointer (segment.c); never read back after the call. */
 #define SH_SCRATCH  0x800
@@ -80,6 +90,9 @@ struct r3_shared {
     struct r3_segcache {
         uint32_t sel, host, addr, lo, hi, pad[3];
     } segc[6];
+    uint32_t sysenter_to;
+    uint32_t lazy_eip, lazy_esp, lazy_es, lazy_ds, lazy_ss, lazy_vcs, lazy_vss;
+    volatile uint32_t lazy_entered;
 };
 
 _Static_assert(offsetof(struct r3_shared, vec_lazy) == SH_VEC_LAZY, "SH_VEC_LAZY");
@@ -98,6 +111,9 @@ _Static_assert(offsetof(struct r3_shared, desc_gen) == SH_DESC_GEN, "SH_DESC_GEN
 _Static_assert(offsetof(struct r3_shared, loaded_gen) == SH_LOADED_GEN, "SH_LOADED_GEN");
 _Static_assert(offsetof(struct r3_shared, segc) == SH_SEGC, "SH_SEGC");
 _Static_assert(sizeof(struct r3_segcache) == SEGC_SIZE, "SEGC_SIZE");
+_Static_assert(offsetof(struct r3_shared, sysenter_to) == SH_SYSENTER_TO, "SH_SYSENTER_TO");
+_Static_assert(offsetof(struct r3_shared, lazy_ss) == SH_LAZY_SS, "SH_LAZY_SS");
+_Static_assert(offsetof(struct r3_shared, lazy_entered) == SH_LAZY_ENTERED, "SH_LAZY_ENTERED");
 _Static_assert(sizeof(struct r3_shared) <= SH_SCRATCH, "SH_SCRATCH");
 
 #define r3_shared_page ((struct r3_shared *)(uintptr_t)R3_SHARED)

@@ -411,6 +411,7 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
     ucontext_t *uc = ucv;
     uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
     uint16_t cs = (uint16_t)uc->uc_mcontext.gregs[REG_CSGSFS];
+    fast_take_sysenter(v);          /* before anything reads the CPL (fast_syscall.h) */
     /* Guest code: compatibility mode outside the runtime stubs, or a guest
      * process that far-jumped into 64-bit mode (selector 0x33) and runs
      * below the runtime area, where no monitor code is. */
@@ -462,6 +463,12 @@ uint64_t r3_signal_c(int sig, siginfo_t *si, void *ucv, uint64_t interrupted_fsb
             uc->uc_mcontext.gregs[REG_CSGSFS] = (greg_t)(((uint64_t)uc->uc_mcontext.gregs[REG_CSGSFS] &
                                                           0x0000FFFFFFFFFFFFull) |
                                                          (uint64_t)(v->sh->sel[SREG_SS] & 0xFFFF) << 48);
+            return interrupted_fsbase;
+        }
+        uint64_t r = rip, sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+        if (cs == HOST_CS32 && (sig == SIGSEGV || sig == SIGBUS) && runtime_sysenter_fault(&r, &sp)) {
+            uc->uc_mcontext.gregs[REG_RIP] = (greg_t)r;
+            uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
             return interrupted_fsbase;
         }
         if (cs == HOST_CS32 && sig == SIGSEGV && (uint64_t)(uintptr_t)si->si_addr < (1ull << 32)) {

@@ -116,6 +116,7 @@ void stats_report(FILE *f, double seconds_in_all)
     /* --isolation=none: done with the vector registers left as they were (fast_syscall.h) */
     row(f, "gate", "SYSENTER, vector registers left live", fast_facts.sysenters, NULL);
     row(f, "gate", "SYSEXIT, vector registers left live", fast_facts.sysexits, NULL);
+    row(f, "gate", "SYSENTER, in the runtime without the monitor", fast_facts.lazy_sysenters, NULL);
     for (unsigned i = 0; i < R3_ENTRY_COUNT; i++)
         row(f, "insert", emulate_entry_name(i), inserts[i], NULL);
     for (unsigned i = 0; i < STAT_SIGNAL_KINDS; i++)
