@@ -68,6 +68,20 @@ static void publish(struct vcpu *v, struct r3_shared *sh)
     fast_arm_sysenter(v);
 }
 
+/* SYSENTER's CS, SS and CPL 0 in the vcpu (SDM vol. 2, SYSENTER: flat segments from
+ * IA32_SYSENTER_CS), and the host's flat data segment for SS, and for DS and ES where
+ * seg_user_data puts it: what sysenter() does, and fast_take_sysenter for sysenter_lazy. */
+static void enter_cpl0(struct vcpu *v, struct r3_shared *sh)
+{
+    uint16_t cs = (uint16_t)(v->sysenter_cs & ~3u);
+    v->sreg[SREG_CS] = (struct seg){.sel = cs, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_CS0};
+    v->sreg[SREG_SS] = (struct seg){.sel = (uint16_t)(cs + 8), .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_SS0};
+    v->host_sel[SREG_SS] = (uint16_t)(sh->sel[SREG_SS] = HOST_DS);   /* flat at CPL 0 */
+    v->user_limit = 0;
+    v->cpl = 0;
+    seg_user_data(v);
+}
+
 /* SYSENTER from CPL 3 when the process loaded no segment register itself since it last left
  * the kernel (seg_sync_user would find nothing to take in). */
 static int sysenter(struct vcpu *v, struct r3_shared *sh)
@@ -81,17 +95,11 @@ static int sysenter(struct vcpu *v, struct r3_shared *sh)
             return 0;
 
     pop_site(v, sh);
-    uint16_t cs = (uint16_t)(v->sysenter_cs & ~3u);
-    v->sreg[SREG_CS] = (struct seg){.sel = cs, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_CS0};
-    v->sreg[SREG_SS] = (struct seg){.sel = (uint16_t)(cs + 8), .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_SS0};
-    v->host_sel[SREG_SS] = (uint16_t)(sh->sel[SREG_SS] = HOST_DS);   /* flat at CPL 0 */
     sh->vif = 0;
     sh->eflags &= ~FL_RF;
     sh->eip = v->sysenter_eip;
     sh->regs[REG_ESP] = v->sysenter_esp;
-    v->user_limit = 0;
-    v->cpl = 0;
-    seg_user_data(v);
+    enter_cpl0(v, sh);
     publish(v, sh);
     return 1;
 }
@@ -125,8 +133,7 @@ static int sysexit(struct vcpu *v, struct r3_shared *sh)
 /* The host selector seg_user_data gives data segment register (r) at CPL 0. */
 static uint16_t kernel_data_sel(const struct vcpu *v, unsigned r)
 {
-    uint16_t h = v->host_sel[r];
-    return (h == HOST_DS || h == USER_SEL) && seg_is_flat_data(&v->sreg[r]) ? HOST_DS : h;
+    return seg_on_flat_entry(v, r) ? HOST_DS : v->host_sel[r];
 }
 
 void fast_arm_sysenter(struct vcpu *v)
@@ -160,13 +167,7 @@ void fast_take_sysenter(struct vcpu *v)
     if (!sh->lazy_entered)
         return;
     sh->lazy_entered = 0;
-    uint16_t cs = (uint16_t)(v->sysenter_cs & ~3u);
-    v->sreg[SREG_CS] = (struct seg){.sel = cs, .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_CS0};
-    v->sreg[SREG_SS] = (struct seg){.sel = (uint16_t)(cs + 8), .base = 0, .limit = 0xFFFFFFFFu, .attr = SYS_SS0};
-    v->host_sel[SREG_SS] = (uint16_t)(sh->sel[SREG_SS] = HOST_DS);
-    v->user_limit = 0;
-    v->cpl = 0;
-    seg_user_data(v);
+    enter_cpl0(v, sh);
     fast_facts.lazy_sysenters += stats_enabled;
 }
 

@@ -510,11 +510,11 @@ exit_vector_live:               /* the vector registers hold the guest's state a
      * can do (stub_popf above); a guest code segment of its own (an LDT's) needs the far
      * transfer to load it. popfq at CPL 3 leaves IF and IOPL as iretq does (SDM vol. 2,
      * POPF and IRET); AC may be set from here on, and every access after it is aligned. */
+    movl SH_SS(%rax), %ecx
     cmpl $HOST_CS32, SH_CS(%rax)
     jne 8f
     testl $(EFLAGS_TF | EFLAGS_RF), SH_EFLAGS(%rax)
     jnz 8f
-    movl SH_SS(%rax), %ecx
     movl %ss, %edx
     cmpw %cx, %dx
     je 9f
@@ -526,8 +526,7 @@ exit_vector_live:               /* the vector registers hold the guest's state a
     pushq %rcx
     popfq
     lretq
-8:  movl SH_SS(%rax), %ecx
-    pushq %rcx
+8:  pushq %rcx
     movl SH_ESP(%rax), %ecx
     pushq %rcx
     movl SH_EFLAGS(%rax), %ecx

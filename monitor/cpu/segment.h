@@ -91,6 +91,13 @@ bool seg_user_code(const struct vcpu *v, uint16_t cs);
  * mapped. Returns false when the host refuses (the caller unmaps instead). */
 bool seg_set_user_limit(struct vcpu *v, uint32_t top);
 
+/* Whether data segment register (r) holds a flat segment on the host's flat entry or the
+ * limited user one: the registers seg_user_data moves between the two. */
+static inline bool seg_on_flat_entry(const struct vcpu *v, unsigned r)
+{
+    return (v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && seg_is_flat_data(&v->sreg[r]);
+}
+
 /* After a change of CPL or of v->user_limit: put flat DS, ES and SS on the
  * limited user entry at CPL 3 with a limit, on the host's flat segment otherwise.
  * Inline, as seg_take_fast_loads: fast_syscall.c runs it with general registers only. */
@@ -101,7 +108,7 @@ static inline void seg_user_data(struct vcpu *v)
 
     for (unsigned i = 0; i < 3; i++) {
         unsigned r = limited[i];
-        if ((v->host_sel[r] == HOST_DS || v->host_sel[r] == USER_SEL) && seg_is_flat_data(&v->sreg[r]))
+        if (seg_on_flat_entry(v, r))
             v->host_sel[r] = (uint16_t)(v->sh->sel[r] = flat);
     }
 }
